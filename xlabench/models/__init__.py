@@ -1,0 +1,1 @@
+"""JAX model families whose lowered training and inference steps make up the benchmark graph suite."""
