@@ -1,0 +1,38 @@
+"""The `xlabench` command line: each subcommand lives beside the code it drives."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from xlabench.errors import XlabenchError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the top-level parser with every subcommand registered."""
+    from xlabench.graphs import cli as graphs_cli
+    from xlabench.xla import cli as xla_cli
+
+    parser = argparse.ArgumentParser(prog="xlabench", description=__doc__)
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    xla_cli.register(subparsers)
+    graphs_cli.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one subcommand; user mistakes become a single `xlabench: error: ...` line and exit 2."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except XlabenchError as error:
+        print(f"xlabench: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("xlabench: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""Typed errors shared by every layer; the CLI turns them into one line and a non-zero exit."""
+
+
+class XlabenchError(Exception):
+    """Base of every error xlabench raises on purpose."""
+
+
+class UserInputError(XlabenchError):
+    """Bad input from the user: missing file, malformed HLO, unknown pass or graph."""
+
+
+class UnknownPassError(UserInputError):
+    """A pass name that the installed XLA CPU pipeline does not have (or may not be applied)."""
+
+
+class CompilerError(XlabenchError):
+    """A compiler call that failed: XLA's error status, a crash of the compiler process, or a hang.
+
+    `kind` is "error", "crash" or "timeout"; `reproducer` is the directory holding the module text and
+    the pass list that reproduce it.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        message: str,
+        pass_name: str | None = None,
+        fingerprint: str | None = None,
+        stderr_tail: str = "",
+        reproducer: str | None = None,
+    ) -> None:
+        self.kind = kind
+        self.message = message
+        self.pass_name = pass_name
+        self.fingerprint = fingerprint
+        self.stderr_tail = stderr_tail
+        self.reproducer = reproducer
+        where = f" in pass {pass_name}" if pass_name else ""
+        module = f" on module {fingerprint[:12]}" if fingerprint else ""
+        saved = f" (reproducer: {reproducer})" if reproducer else ""
+        super().__init__(f"compiler {kind}{where}{module}: {message}{saved}")
+
+    def to_dict(self) -> dict[str, str | None]:
+        """The error as plain data, for --json output and crash reports."""
+        return {
+            "kind": self.kind,
+            "message": self.message,
+            "pass": self.pass_name,
+            "fingerprint": self.fingerprint,
+            "stderr_tail": self.stderr_tail,
+            "reproducer": self.reproducer,
+        }

@@ -1,0 +1,105 @@
+"""Persistent caches: where they live, atomic file writes, and the transition cache.
+
+The transition cache maps (jaxlib version, module fingerprint, pass) to the module after that pass,
+or to the error it gave. It is one SQLite database in WAL mode, so several processes (pytest-xdist
+workers, parallel environments) read and write it at once; each write is one transaction.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+import tempfile
+import threading
+import zlib
+from typing import Any
+
+
+def cache_directory() -> str:
+    """$XLABENCH_CACHE_DIR, or ~/.cache/xlabench; created on first use."""
+    path = os.environ.get("XLABENCH_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "xlabench"
+    )
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    """Write `data` to a temporary file beside `path`, then rename it over `path`."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    descriptor, temporary = tempfile.mkstemp(prefix=".tmp-", dir=directory)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+class TransitionCache:
+    """(jaxlib version, fingerprint, pass) -> result record; safe across processes and threads."""
+
+    def __init__(self, path: str | None = None) -> None:
+        self.path = path or os.path.join(cache_directory(), "transitions.sqlite")
+        self._lock = threading.Lock()
+        self._connection: sqlite3.Connection | None = None
+        self._pid = -1
+
+    def _connect(self) -> sqlite3.Connection:
+        # A connection must not cross fork(): reconnect in a child process.
+        if self._connection is None or self._pid != os.getpid():
+            connection = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute("PRAGMA synchronous=NORMAL")
+            connection.execute(
+                "CREATE TABLE IF NOT EXISTS transitions ("
+                " jaxlib TEXT NOT NULL, fingerprint TEXT NOT NULL, pass TEXT NOT NULL,"
+                " record BLOB NOT NULL, PRIMARY KEY (jaxlib, fingerprint, pass))"
+            )
+            self._connection, self._pid = connection, os.getpid()
+        return self._connection
+
+    def get(self, jaxlib_version: str, fingerprint: str, pass_name: str) -> dict[str, Any] | None:
+        """The stored record, or None."""
+        with self._lock:
+            row = (
+                self._connect()
+                .execute(
+                    "SELECT record FROM transitions WHERE jaxlib = ? AND fingerprint = ? AND pass = ?",
+                    (jaxlib_version, fingerprint, pass_name),
+                )
+                .fetchone()
+            )
+        if row is None:
+            return None
+        try:
+            return json.loads(zlib.decompress(row[0]))
+        except (zlib.error, ValueError):
+            return None  # a damaged record is recomputed
+
+    def put(self, jaxlib_version: str, fingerprint: str, pass_name: str, record: dict[str, Any]) -> None:
+        """Store a record (last writer wins; every writer computes the same record)."""
+        blob = zlib.compress(json.dumps(record).encode(), 6)
+        with self._lock:
+            self._connect().execute(
+                "INSERT OR REPLACE INTO transitions (jaxlib, fingerprint, pass, record) VALUES (?, ?, ?, ?)",
+                (jaxlib_version, fingerprint, pass_name, blob),
+            )
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._connect().execute("SELECT COUNT(*) FROM transitions").fetchone()[0])
+
+    def close(self) -> None:
+        """Close this process's connection."""
+        with self._lock:
+            if self._connection is not None and self._pid == os.getpid():
+                self._connection.close()
+            self._connection = None

@@ -1,0 +1,272 @@
+"""The pass catalogue: the installed XLA CPU pipeline, discovered at run time, with every pass classified.
+
+Discovery compiles a probe module in a worker with `TF_CPP_VMODULE=hlo_pass_pipeline=1` and reads
+the pipeline tree from XLA's own log: "Running HLO pass pipeline on module M: P" opens pipeline P,
+"  HLO pass X" runs X inside the innermost open pipeline, and the timing line "HLO pass: P time"
+closes a nested pipeline. The result is cached per jaxlib version, so a jaxlib bump rediscovers it.
+
+Classes:
+- action: a target-independent simplification a policy may order (the table below), first run
+  before the counting point, not excluded;
+- required: everything else the CPU backend runs (expanders, normalizers, layout assignment, fusion,
+  copy insertion, ...); these run on both sides of every comparison;
+- excluded: an action candidate that does not apply cleanly on its own (the reason says why);
+- pipeline: a pass pipeline (a container, never applied by itself).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from xlabench.xla import pool as compiler_pool
+from xlabench.xla.cache import cache_directory, write_atomically
+
+# Where "default" and "after a sequence" are both counted: just before this pass runs.
+COUNTING_POINT_PASS = "layout-assignment"
+# The pass whose early failure (on the stop marker) ends a single-pass compile.
+STOP_PASS = "copy-insertion"
+CATALOGUE_FORMAT = 1
+
+ACTION_PASSES: dict[str, str] = {
+    "algsimp": "algebraic simplifier: rewrites expressions into cheaper equivalents",
+    "cse": "common subexpression elimination",
+    "dce": "dead code elimination",
+    "reshape-mover": "moves reshapes and transposes across elementwise operations",
+    "constant_folding": "evaluates instructions whose operands are all constants",
+    "transpose-folding": "folds transposes into dot and convolution dimension numbers",
+    "tuple-simplifier": "removes tuple/get-tuple-element pairs that cancel",
+    "simplify-while-loops": "removes dead while-loop state, unrolls trivial loops",
+    "while-loop-invariant-code-motion": "hoists loop-invariant instructions out of while loops",
+    "while-loop-constant-sinking": "sinks constant loop state into the loop body",
+    "simplify-conditional": "removes conditionals with constant predicates or single branches",
+    "call-inliner": "inlines called computations into their callers",
+    "batch-dot-simplification": "removes degenerate batch dimensions of dots",
+    "zero_sized_hlo_elimination": "replaces zero-element instructions by constants",
+    "simplify-sorts": "drops unused sort operands",
+    "dynamic-dimension-simplifier": "folds dynamic-dimension bookkeeping",
+    "conditional-to-select": "turns small conditionals into selects",
+    "map-inline": "inlines map computations that are a single elementwise op",
+    "gather_simplifier": "canonicalizes gathers",
+    "scatter_simplifier": "canonicalizes scatters",
+}
+
+# Measured on jaxlib 0.10.2 (`xlabench bench fuzz`): candidates that do not stand on their own.
+EXCLUDED_PASSES: dict[str, str] = {
+    "gather_simplifier": "RET_CHECK abort when batched_gather_scatter_normalizer has not run first",
+    "scatter_simplifier": "RET_CHECK abort when batched_gather_scatter_normalizer has not run first",
+}
+
+
+@dataclass(frozen=True)
+class PassInfo:
+    """One distinct pass name of the pipeline."""
+
+    name: str
+    kind: str  # "action" | "required" | "excluded" | "pipeline"
+    ancestors: tuple[str, ...]  # pipelines around its first run, outermost first
+    position: int  # order of its first run in the flattened pipeline
+    runs: int  # how many times it appears in the pipeline
+    description: str = ""
+
+
+@dataclass
+class PassCatalogue:
+    """The installed CPU pipeline: tree, distinct passes and their classes."""
+
+    jaxlib_version: str
+    tree: list[dict[str, Any]]
+    passes: dict[str, PassInfo] = field(default_factory=dict)
+
+    def names(self) -> list[str]:
+        """Every distinct pass and pipeline name."""
+        return list(self.passes)
+
+    def action_passes(self) -> list[str]:
+        """The passes a policy may order, in pipeline order."""
+        actions = [info for info in self.passes.values() if info.kind == "action"]
+        return [info.name for info in sorted(actions, key=lambda info: info.position)]
+
+    def get(self, pass_name: str) -> PassInfo | None:
+        """The entry for one pass name, or None."""
+        return self.passes.get(pass_name)
+
+    def disabled_for_single_pass(self, pass_name: str) -> list[str]:
+        """Names to disable so that only `pass_name` runs, then the stop pass ends the compile."""
+        info = self.passes[pass_name]
+        stop = self.passes[STOP_PASS]
+        enabled = {pass_name, *info.ancestors, STOP_PASS, *stop.ancestors}
+        return sorted(name for name in self.passes if name not in enabled)
+
+    def disabled_for_required_only(self) -> list[str]:
+        """Names to disable so that only required passes run: every action and excluded pass."""
+        return sorted(name for name, info in self.passes.items() if info.kind in ("action", "excluded"))
+
+    def counting_point_siblings(self) -> list[str]:
+        """Names of the passes in the pipeline that holds the counting-point pass."""
+        info = self.passes[COUNTING_POINT_PASS]
+        parent = info.ancestors[-1] if info.ancestors else None
+        siblings: list[str] = []
+        for node in _walk(self.tree):
+            if node["name"] == parent:
+                siblings = [child["name"] for child in node["children"]]
+                break
+        return siblings
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for JSON (and the cache file)."""
+        return {
+            "format": CATALOGUE_FORMAT,
+            "jaxlib_version": self.jaxlib_version,
+            "counting_point": COUNTING_POINT_PASS,
+            "tree": self.tree,
+            "passes": [asdict(info) for info in sorted(self.passes.values(), key=lambda i: i.position)],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PassCatalogue:
+        """Inverse of to_dict."""
+        passes = {
+            entry["name"]: PassInfo(**{**entry, "ancestors": tuple(entry["ancestors"])})
+            for entry in data["passes"]
+        }
+        return cls(jaxlib_version=data["jaxlib_version"], tree=data["tree"], passes=passes)
+
+
+_LINE = re.compile(
+    r"hlo_pass_pipeline\.cc:\d+\] (?:"
+    r"Running HLO pass pipeline on module .*?: (?P<pipeline>.+)"
+    r"|  HLO pass (?P<run>.+)"
+    r"|HLO pass: (?P<done>.+?) time: .*)$"
+)
+
+
+def parse_pipeline_log(log: str) -> list[dict[str, Any]]:
+    """Build the pipeline tree from XLA's hlo_pass_pipeline VLOG lines."""
+    roots: list[dict[str, Any]] = []
+    stack: list[dict[str, Any]] = []
+    last_run: str | None = None
+    for line in log.splitlines():
+        match = _LINE.search(line)
+        if match is None:
+            continue
+        if match.group("pipeline") is not None:
+            name = match.group("pipeline").strip()
+            if stack and stack[-1]["name"] == name:
+                stack[-1]["runs"] += 1  # a fixed-point pipeline iterates: children are known
+            elif stack and last_run == name:
+                node = next((c for c in reversed(stack[-1]["children"]) if c["name"] == name), None)
+                if node is None:  # the parent is iterating and did not record children again
+                    node = {"name": name}
+                if "runs" in node:
+                    node["runs"] += 1
+                else:
+                    node.update({"children": [], "runs": 1})
+                stack.append(node)
+            else:
+                node = {"name": name, "children": [], "runs": 1}
+                roots.append(node)
+                stack = [node]
+            last_run = None
+        elif match.group("run") is not None:
+            name = match.group("run").strip()
+            last_run = name
+            if stack and stack[-1]["runs"] == 1:
+                stack[-1]["children"].append({"name": name})
+        else:
+            name = match.group("done").strip()
+            if len(stack) > 1 and stack[-1]["name"] == name:
+                stack.pop()
+    for node in _walk(roots):
+        node.pop("runs", None)
+    return roots
+
+
+def _walk(nodes: list[dict[str, Any]]):
+    for node in nodes:
+        yield node
+        yield from _walk(node.get("children", []))
+
+
+def classify(tree: list[dict[str, Any]], jaxlib_version: str) -> PassCatalogue:
+    """Give every distinct name in the tree its class, ancestors and first position."""
+    passes: dict[str, PassInfo] = {}
+    counts: dict[str, int] = {}
+    order: list[tuple[str, tuple[str, ...], bool]] = []
+
+    def visit(nodes: list[dict[str, Any]], ancestors: tuple[str, ...]) -> None:
+        for node in nodes:
+            is_pipeline = "children" in node
+            order.append((node["name"], ancestors, is_pipeline))
+            counts[node["name"]] = counts.get(node["name"], 0) + 1
+            if is_pipeline:
+                visit(node["children"], (*ancestors, node["name"]))
+
+    visit(tree, ())
+    counting_point = next((i for i, (name, _, _) in enumerate(order) if name == COUNTING_POINT_PASS), None)
+    if counting_point is None or not any(name == STOP_PASS for name, _, _ in order):
+        raise RuntimeError(
+            f"the installed XLA CPU pipeline has no {COUNTING_POINT_PASS} or {STOP_PASS}: "
+            "xlabench's driver needs updating for this jaxlib"
+        )
+    for position, (name, ancestors, is_pipeline) in enumerate(order):
+        if name in passes:
+            continue
+        if is_pipeline:
+            kind = "pipeline"
+        elif name in ACTION_PASSES and position < counting_point:
+            kind = "excluded" if name in EXCLUDED_PASSES else "action"
+        else:
+            kind = "required"
+        description = EXCLUDED_PASSES.get(name) if kind == "excluded" else ACTION_PASSES.get(name, "")
+        passes[name] = PassInfo(name, kind, ancestors, position, counts[name], description or "")
+    return PassCatalogue(jaxlib_version=jaxlib_version, tree=tree, passes=passes)
+
+
+def discover(timeout: float = 600) -> PassCatalogue:
+    """Compile the probe module with pipeline logging on and classify what ran."""
+    version, log = compiler_pool.call_once(
+        "discover_pipeline",
+        {"TF_CPP_VMODULE": "hlo_pass_pipeline=1", "TF_CPP_MIN_LOG_LEVEL": "0", "TF_CPP_MAX_VLOG_LEVEL": "1"},
+        timeout=timeout,
+    )
+    tree = parse_pipeline_log(log)
+    if not tree:
+        raise RuntimeError("XLA printed no pipeline log: cannot discover the pass catalogue")
+    return classify(tree, version)
+
+
+_loaded: PassCatalogue | None = None
+
+
+def load_catalogue(refresh: bool = False) -> PassCatalogue:
+    """The catalogue for the installed jaxlib: from the cache, or discovered and cached."""
+    global _loaded
+    version = _installed_jaxlib_version()
+    if _loaded is not None and _loaded.jaxlib_version == version and not refresh:
+        return _loaded
+    path = os.path.join(cache_directory(), f"catalogue-jaxlib-{version}.json")
+    if not refresh and os.path.exists(path):
+        try:
+            with open(path) as handle:
+                data = json.load(handle)
+            if data.get("format") == CATALOGUE_FORMAT:
+                # Classes come from the tables in this file, so re-classify the cached tree.
+                _loaded = classify(data["tree"], data["jaxlib_version"])
+                return _loaded
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # a damaged cache is rediscovered
+    catalogue = discover()
+    write_atomically(path, json.dumps(catalogue.to_dict(), indent=1).encode())
+    _loaded = catalogue
+    return catalogue
+
+
+def _installed_jaxlib_version() -> str:
+    """jaxlib's version from package metadata: no import of jaxlib in the caller's process."""
+    from importlib.metadata import version
+
+    return version("jaxlib")

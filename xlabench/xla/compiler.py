@@ -1,0 +1,489 @@
+"""Everything that touches jaxlib internals; runs only inside isolated worker processes.
+
+This is the one module a jaxlib bump should have to change. Nothing here is imported by the
+parent process: the pool (`xlabench.xla.pool`) calls these functions by name in a worker, so a
+CHECK abort or a hang kills a worker, never the caller.
+
+How one pass is applied (no per-pass Python API exists in jaxlib): the module is compiled with
+`xla_disable_hlo_passes` naming every pass and pipeline except the requested pass, the pipelines
+that contain it, and `copy-insertion`; `xla_dump_hlo_pass_re=^PASS$` dumps the module (as a lossless
+proto) after every run of the pass. A stop marker added to the entry computation -- two `call`s of
+one computation -- leaves the call graph unflattened, so `copy-insertion` fails at once with
+FAILED_PRECONDITION and the compile ends right after the pass instead of going on to LLVM. The
+marker's side-effecting custom call to an unregistered target is the second stop: should a pass
+flatten the call graph, the compile still fails before any code generation.
+"""
+
+from __future__ import annotations
+
+import collections
+import glob
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+import time
+from typing import Any
+
+import numpy as np
+
+# Importing jaxlib is deliberate here and only here.
+from jax._src.lib import _jax, xla_client
+
+from xlabench.xla.pool import CompilerFailure
+
+STOP_MARKER = "xlabench_stop"
+_STOP_COMPUTATION = (
+    f"%{STOP_MARKER}_body () -> () {{\n"
+    f'  %{STOP_MARKER}_effect = () custom-call(), custom_call_target="{STOP_MARKER}", '
+    "custom_call_has_side_effect=true\n"
+    f"  ROOT %{STOP_MARKER}_tuple = () tuple()\n"
+    "}\n\n"
+)
+_STOP_CALLS = (
+    f"  %{STOP_MARKER}_call_a = () call(), to_apply=%{STOP_MARKER}_body\n"
+    f"  %{STOP_MARKER}_call_b = () call(), to_apply=%{STOP_MARKER}_body\n"
+)
+# Errors that mean "the stop marker did its job", not "the pass failed".
+_EXPECTED_STOPS = (
+    "Call graph must be flattened before copy insertion",
+    f"custom call to {STOP_MARKER}",
+)
+_COMPUTATION_REFERENCE = re.compile(
+    r"\b(?:to_apply|body|condition|calls|true_computation|false_computation|select|scatter|comparator)="
+    r"%?([\w.\-]+)"
+)
+_BRANCH_COMPUTATIONS = re.compile(r"branch_computations=\{([^}]*)\}")
+_CALLED_COMPUTATIONS = re.compile(r"called_computations=\{([^}]*)\}")
+
+
+def client() -> Any:
+    """Return jax's CPU client, so arrays made by jax.device_put belong to it."""
+    from jax._src import xla_bridge
+
+    return xla_bridge.get_backend("cpu")
+
+
+def jaxlib_version() -> str:
+    """Return the version of the jaxlib that provides the compiler."""
+    import jaxlib
+
+    return jaxlib.__version__
+
+
+def _print_options() -> Any:
+    """Print options that make text a lossless, re-parsable module without noise."""
+    options = xla_client.hlo.HloPrintOptions()
+    options.print_metadata = False
+    options.print_large_constants = True
+    return options
+
+
+def parse(text: str) -> Any:
+    """Parse HLO text into an XLA HloModule; malformed text raises CompilerFailure."""
+    try:
+        return xla_client.hlo.hlo_module_from_text(text)
+    except Exception as error:  # jaxlib raises its own runtime error type
+        raise CompilerFailure(_first_line(error)) from None
+
+
+def to_text(module: Any) -> str:
+    """Print a parsed module as canonical xlabench text (no metadata, full constants)."""
+    return module.to_string(_print_options())
+
+
+def fingerprint(module: Any) -> str:
+    """Return a sha256 of XLA's fingerprint print: names and metadata do not matter."""
+    text = module.to_string(xla_client.hlo.HloPrintOptions.fingerprint())
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def entry_computation_name(text: str) -> str:
+    """Return the name of the ENTRY computation of module text."""
+    match = re.search(r"^ENTRY %?([\w.\-]+)", text, re.MULTILINE)
+    if match is None:
+        raise CompilerFailure("module has no ENTRY computation")
+    return match.group(1)
+
+
+def add_stop_marker(text: str) -> str:
+    """Insert the stop marker: a computation before ENTRY and two calls before the entry ROOT."""
+    lines = text.splitlines(keepends=True)
+    entry = next((i for i, line in enumerate(lines) if line.startswith("ENTRY")), None)
+    if entry is None:
+        raise CompilerFailure("module has no ENTRY computation")
+    root = next((i for i in range(entry, len(lines)) if lines[i].lstrip().startswith("ROOT")), None)
+    if root is None:
+        raise CompilerFailure("ENTRY computation has no ROOT instruction")
+    lines[root:root] = [_STOP_CALLS]
+    lines[entry:entry] = [_STOP_COMPUTATION]
+    return "".join(lines)
+
+
+def strip_stop_marker(text: str) -> str:
+    """Remove every trace of the stop marker from module text printed by XLA."""
+    kept: list[str] = []
+    in_marker_computation = False
+    for line in text.splitlines(keepends=True):
+        if line.startswith(f"%{STOP_MARKER}_body") or line.startswith(f"{STOP_MARKER}_body"):
+            in_marker_computation = True
+            continue
+        if in_marker_computation:
+            if line.startswith("}"):
+                in_marker_computation = False
+            continue
+        if STOP_MARKER in line:
+            continue
+        kept.append(line)
+    return "".join(kept)
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def _scratch_dir() -> str:
+    """A fresh dump directory, in memory when /dev/shm exists (dumps are written every step)."""
+    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+    return tempfile.mkdtemp(prefix="xlabench-dump-", dir=base)
+
+
+def _compile(text: str, overrides: dict[str, Any]) -> Any:
+    """Compile module text with DebugOptions overrides; return the executable or raise."""
+    module = parse(text)
+    options = xla_client.CompileOptions()
+    options.env_option_overrides = list(overrides.items())
+    stablehlo = xla_client._xla.mlir.hlo_to_stablehlo(module.as_serialized_hlo_module_proto())
+    devices = xla_client.DeviceList(tuple(client().devices()[:1]))
+    try:
+        return client().compile_and_load(stablehlo, devices, options)
+    except Exception as error:
+        raise CompilerFailure(_first_line(error)) from None
+
+
+def _compile_to_stop(text: str, overrides: dict[str, Any], dump_regex: str) -> dict[str, bytes]:
+    """Compile with the stop marker and dumps on; return {dump file suffix: HloProto bytes}.
+
+    The suffix is what follows the module prefix, e.g. "0003.simplification.after_algsimp.before_dce".
+    """
+    dump_dir = _scratch_dir()
+    try:
+        settings = dict(overrides)
+        settings.update(
+            {
+                "xla_dump_to": dump_dir,
+                "xla_dump_hlo_pass_re": dump_regex,
+                "xla_dump_hlo_as_proto": True,
+                "xla_dump_hlo_as_text": False,
+            }
+        )
+        try:
+            _compile(add_stop_marker(text), settings)
+        except CompilerFailure as failure:
+            if not any(stop in str(failure) for stop in _EXPECTED_STOPS):
+                raise
+        else:
+            raise CompilerFailure("compile was not stopped by the stop marker")
+        dumps: dict[str, bytes] = {}
+        for path in glob.glob(os.path.join(dump_dir, "*.pb")):
+            # module_0001.jit_f.0003.pipeline.after_x.before_y.hlo.pb -> 0003.pipeline.after_x.before_y
+            stem = os.path.basename(path).removesuffix(".pb").removesuffix(".hlo")
+            # The module name may itself hold dots: cut at the first field that is a step number.
+            match = re.search(r"\.(\d{4}\..*|before_optimizations)$", stem)
+            suffix = match.group(1) if match else stem
+            with open(path, "rb") as handle:
+                dumps[suffix] = handle.read()
+        return dumps
+    finally:
+        shutil.rmtree(dump_dir, ignore_errors=True)
+
+
+def _read_varint(data: bytes, position: int) -> tuple[int, int]:
+    value, shift = 0, 0
+    while True:
+        byte = data[position]
+        position += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, position
+        shift += 7
+
+
+def _hlo_module_field(hlo_proto: bytes) -> bytes:
+    """Extract field 1 (`hlo_module`) of a serialized xla.HloProto, the format of .hlo.pb dumps."""
+    position = 0
+    while position < len(hlo_proto):
+        tag, position = _read_varint(hlo_proto, position)
+        field, wire_type = tag >> 3, tag & 7
+        if wire_type == 0:
+            _, position = _read_varint(hlo_proto, position)
+        elif wire_type == 2:
+            length, position = _read_varint(hlo_proto, position)
+            if field == 1:
+                return hlo_proto[position : position + length]
+            position += length
+        elif wire_type in (1, 5):
+            position += 8 if wire_type == 1 else 4
+        else:
+            break
+    raise CompilerFailure("dump file holds no HloModuleProto")
+
+
+def _dump_text(hlo_proto: bytes) -> str:
+    """Canonical text of a dumped module, without the stop marker."""
+    module_proto = _hlo_module_field(hlo_proto)
+    try:
+        module = xla_client.hlo.HloModule.from_serialized_hlo_module_proto(module_proto)
+    except Exception as error:
+        raise CompilerFailure(f"cannot read XLA's dump: {_first_line(error)}") from None
+    return strip_stop_marker(to_text(module))
+
+
+def _dump_step(suffix: str) -> int:
+    return int(suffix.split(".", 1)[0]) if suffix[:4].isdigit() else -1
+
+
+def canonical_module(module: Any) -> Any:
+    """The module as every compile sees it: exported to StableHLO and imported back.
+
+    Each compile starts with this round trip, and it is not neutral after some passes (it splits
+    constants that CSE merged, one per use), so xlabench keeps modules in this form: the state a
+    pass's output is counted in is the state the next pass starts from.
+    """
+    stablehlo = xla_client._xla.mlir.hlo_to_stablehlo(module.as_serialized_hlo_module_proto())
+    computation = xla_client._xla.mlir.mlir_module_to_xla_computation(
+        stablehlo, use_tuple_args=False, return_tuple=False
+    )
+    return computation.get_hlo_module()
+
+
+def canonicalize(text: str) -> dict[str, Any]:
+    """Parse module text and return the name, canonical text and fingerprint of its canonical form."""
+    return describe(text)
+
+
+def describe(text: str) -> dict[str, Any]:
+    """Return name, canonical text and fingerprint of module text (canonicalizing it first)."""
+    try:
+        module = canonical_module(parse(text))
+    except CompilerFailure:
+        raise
+    except Exception as error:
+        raise CompilerFailure(f"XLA cannot import the module: {_first_line(error)}") from None
+    canonical = to_text(module)
+    return {"name": module.name, "text": canonical, "fingerprint": fingerprint(module)}
+
+
+def run_pass(text: str, pass_name: str, disabled_passes: list[str]) -> dict[str, Any]:
+    """Run one pass: every name in `disabled_passes` is off; return the module after the first run."""
+    started = time.perf_counter()
+    dumps = _compile_to_stop(
+        text,
+        {"xla_disable_hlo_passes": ",".join(disabled_passes)},
+        dump_regex=f"^{re.escape(pass_name)}$",
+    )
+    after = sorted((s for s in dumps if f".after_{pass_name}." in s), key=_dump_step)
+    if not after:
+        raise CompilerFailure(f"pass {pass_name} did not run (is it in this jaxlib's CPU pipeline?)")
+    result = describe(_dump_text(dumps[after[0]]))
+    result["seconds"] = time.perf_counter() - started
+    return result
+
+
+def run_pipeline_to_point(
+    text: str, disabled_passes: list[str], point_pass: str, sibling_passes: list[str]
+) -> dict[str, Any]:
+    """Run the CPU pipeline (minus `disabled_passes`) and return the module just before `point_pass`.
+
+    `sibling_passes` are the passes of the pipeline holding `point_pass`: each is dumped, and the
+    last dump before `point_pass` first runs is the module at that point.
+    """
+    started = time.perf_counter()
+    names = sorted({*sibling_passes, point_pass, "pipeline-start"})
+    regex = "^(" + "|".join(re.escape(name) for name in names) + ")$"
+    overrides = {"xla_disable_hlo_passes": ",".join(disabled_passes)} if disabled_passes else {}
+    dumps = _compile_to_stop(text, overrides, dump_regex=regex)
+    ordered = sorted((s for s in dumps if s != "before_optimizations"), key=_dump_step)
+    point = next((i for i, s in enumerate(ordered) if f".after_{point_pass}." in s), None)
+    if point is None or point == 0:
+        raise CompilerFailure(f"pipeline did not reach {point_pass}")
+    result = describe(_dump_text(dumps[ordered[point - 1]]))
+    result["seconds"] = time.perf_counter() - started
+    return result
+
+
+def features(text: str) -> dict[str, Any]:
+    """Opcode histogram over reachable computations, op count and XLA's cost analysis."""
+    module = parse(text)
+    printed = to_text(module)
+    entry = entry_computation_name(printed)
+    computations = {computation.name: computation for computation in module.computations()}
+    histogram: collections.Counter[str] = collections.Counter()
+    reachable, frontier = {entry}, [entry]
+    while frontier:
+        computation = computations.get(frontier.pop())
+        if computation is None:
+            continue
+        for instruction in computation.instructions():
+            histogram[_opcode_name(instruction.opcode)] += 1
+            for callee in _callees(instruction.to_string()):
+                if callee not in reachable:
+                    reachable.add(callee)
+                    frontier.append(callee)
+    op_count = sum(count for opcode, count in histogram.items() if opcode != "parameter")
+    return {
+        "op_count": op_count,
+        "histogram": dict(sorted(histogram.items())),
+        "computations": len(reachable),
+        "cost": cost_analysis(module),
+    }
+
+
+def _callees(instruction_text: str) -> list[str]:
+    names = _COMPUTATION_REFERENCE.findall(instruction_text)
+    for pattern in (_BRANCH_COMPUTATIONS, _CALLED_COMPUTATIONS):
+        for group in pattern.findall(instruction_text):
+            names.extend(name.strip().lstrip("%") for name in group.split(",") if name.strip())
+    return names
+
+
+def _opcode_name(opcode: Any) -> str:
+    """kDynamicUpdateSlice -> dynamic-update-slice (XLA's text spelling)."""
+    name = str(opcode).rsplit(".", 1)[-1]
+    name = name[1:] if name.startswith("k") else name
+    return re.sub(r"(?<!^)(?=[A-Z])", "-", name).lower()
+
+
+def cost_analysis(module: Any) -> dict[str, float]:
+    """XLA's HloCostAnalysis totals: flops, transcendentals, bytes accessed."""
+    raw = _jax.hlo_module_cost_analysis(client(), module)
+    return {
+        "flops": float(raw.get("flops", 0.0)),
+        "transcendentals": float(raw.get("transcendentals", 0.0)),
+        "bytes_accessed": float(raw.get("bytes accessed", 0.0)),
+    }
+
+
+def full_compile_seconds(text: str) -> float:
+    """Wall time of a full XLA CPU compile (all passes and LLVM code generation)."""
+    started = time.perf_counter()
+    _compile(text, {})
+    return time.perf_counter() - started
+
+
+# ---------------------------------------------------------------------------------------------
+# Executables: compile, run on deterministic inputs, time.
+# ---------------------------------------------------------------------------------------------
+
+_executables: dict[str, Any] = {}
+
+
+def compile_executable(text: str, disabled_passes: list[str]) -> dict[str, Any]:
+    """Compile for execution (with `disabled_passes` off); keep it in this worker under a key."""
+    started = time.perf_counter()
+    overrides = {"xla_disable_hlo_passes": ",".join(disabled_passes)} if disabled_passes else {}
+    executable = _compile(text, overrides)
+    seconds = time.perf_counter() - started
+    key = hashlib.sha256((text + "\0" + ",".join(disabled_passes)).encode()).hexdigest()
+    _executables.clear()  # one live executable per worker keeps memory flat
+    _executables[key] = executable
+    return {"key": key, "compile_seconds": seconds}
+
+
+def parameter_specs(text: str) -> list[tuple[tuple[int, ...], str]]:
+    """Shapes and numpy dtype names of the entry parameters, in order."""
+    module = parse(text)
+    printed = to_text(module)
+    entry = entry_computation_name(printed)
+    computation = next(c for c in module.computations() if c.name == entry)
+    params: dict[int, tuple[tuple[int, ...], str]] = {}
+    for instruction in computation.instructions():
+        if _opcode_name(instruction.opcode) != "parameter":
+            continue
+        line = instruction.to_string()
+        match = re.search(
+            r"=\s*([a-z]+[0-9]*[a-z0-9]*)\[([0-9,]*)\](?:\{[^}]*\})?\s+parameter\((\d+)\)", line
+        )
+        if match is None:
+            raise CompilerFailure(f"entry parameter with a type xlabench cannot feed: {line.strip()}")
+        element_type, dims, index = match.groups()
+        shape = tuple(int(d) for d in dims.split(",") if d)
+        params[int(index)] = (shape, _numpy_dtype_name(element_type))
+    return [params[i] for i in sorted(params)]
+
+
+_XLA_TO_NUMPY = {
+    "pred": "bool", "s8": "int8", "s16": "int16", "s32": "int32", "s64": "int64",
+    "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
+    "f16": "float16", "f32": "float32", "f64": "float64", "bf16": "bfloat16",
+    "c64": "complex64", "c128": "complex128",
+}  # fmt: skip
+
+
+def _numpy_dtype_name(element_type: str) -> str:
+    if element_type not in _XLA_TO_NUMPY:
+        raise CompilerFailure(f"entry parameter of element type {element_type} is not supported")
+    return _XLA_TO_NUMPY[element_type]
+
+
+def execute(key: str, inputs: list[np.ndarray], repeats: int = 0, warmup: int = 0) -> dict[str, Any]:
+    """Run a compiled executable: outputs (flattened tuple) and per-repeat wall times."""
+    executable = _executables.get(key)
+    if executable is None:
+        raise CompilerFailure("executable is no longer loaded in this worker")
+    import jax
+
+    device = client().devices()[0]
+    buffers = [jax.device_put(np.asarray(value), device) for value in inputs]
+
+    def run_once() -> list[Any]:
+        results = executable.execute_sharded(buffers)
+        arrays = [group[0] for group in results.disassemble_into_single_device_arrays()]
+        for array in arrays:
+            array.block_until_ready()
+        return arrays
+
+    outputs = [np.asarray(array) for array in run_once()]
+    for _ in range(warmup):
+        run_once()
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        run_once()
+        times.append(time.perf_counter() - started)
+    return {"outputs": outputs, "seconds": times}
+
+
+def probe_module_text() -> str:
+    """A small module with a while loop, a conditional, gather, scatter, a convolution and bf16."""
+    import jax
+    import jax.numpy as jnp
+
+    def probe(x, indices, kernel):
+        def body(carry):
+            step, value = carry
+            return step + 1, jnp.tanh(value) * 0.5
+
+        _, x = jax.lax.while_loop(lambda carry: carry[0] < 3, body, (0, x))
+        x = jax.lax.cond(x.sum() > 0, lambda v: v * 2.0, lambda v: v - 1.0, x)
+        gathered = x[indices]
+        scattered = jnp.zeros_like(x).at[indices].add(gathered)
+        image = scattered.reshape(1, 1, 4, 4).astype(jnp.bfloat16)
+        convolved = jax.lax.conv(image, kernel.astype(jnp.bfloat16), (1, 1), "SAME")
+        return convolved.astype(jnp.float32).sum() + scattered.sum()
+
+    arguments = (
+        jax.ShapeDtypeStruct((16,), jnp.float32),
+        jax.ShapeDtypeStruct((4,), jnp.int32),
+        jax.ShapeDtypeStruct((1, 1, 3, 3), jnp.float32),
+    )
+    return jax.jit(probe).lower(*arguments).compiler_ir("hlo").as_hlo_text()
+
+
+def discover_pipeline() -> str:
+    """Fully compile the probe module; with TF_CPP_VMODULE=hlo_pass_pipeline=1 stderr shows the pipeline."""
+    text = probe_module_text()
+    _compile(text, {})
+    return jaxlib_version()

@@ -1,0 +1,289 @@
+"""The pass driver: apply single XLA passes to modules, run XLA's default pipeline, count the result.
+
+Every compiler call goes through a worker pool (`xlabench.xla.pool`), so a crash or a hang of XLA
+becomes a `CompilerError` with a reproducer on disk, and the caller goes on. Results of single
+passes are kept in the transition cache, keyed by jaxlib version, module fingerprint and pass.
+
+"Default" and "after a sequence" are counted at the same point: just before `layout-assignment`,
+after XLA's required passes have run. `run_default_pipeline` runs the whole default pipeline to that
+point; `run_required_passes` runs the same pipeline with every action pass disabled, and is what a
+sequence's result goes through before it is counted.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from xlabench.errors import CompilerError, UnknownPassError, UserInputError
+from xlabench.xla import pool as compiler_pool
+from xlabench.xla.cache import TransitionCache, cache_directory, write_atomically
+from xlabench.xla.catalogue import COUNTING_POINT_PASS, PassCatalogue, load_catalogue
+from xlabench.xla.features import Features
+from xlabench.xla.module import HloModule
+
+DEFAULT_PIPELINE_KEY = "@default-pipeline"
+REQUIRED_PASSES_KEY = "@required-passes"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One pass of a sequence: the module after it, or the error it gave."""
+
+    pass_name: str
+    module: HloModule | None
+    seconds: float
+    error: CompilerError | None = None
+
+
+class PassDriver:
+    """Applies XLA passes through an isolated compiler pool, with a transition cache and crash reproducers."""
+
+    def __init__(
+        self,
+        pool: compiler_pool.CompilerPool | None = None,
+        cache: TransitionCache | None = None,
+        use_cache: bool = True,
+        crash_directory: str | None = None,
+        timeout: float = compiler_pool.DEFAULT_TIMEOUT_SECONDS,
+    ) -> None:
+        self.pool = pool or compiler_pool.default_pool()
+        self.cache = (cache or TransitionCache()) if use_cache else None
+        self.crash_directory = (
+            crash_directory
+            or os.environ.get("XLABENCH_CRASH_DIR")
+            or os.path.join(cache_directory(), "crashes")
+        )
+        self.timeout = timeout
+        self._features: dict[str, Features] = {}
+        self._features_lock = threading.Lock()
+
+    @property
+    def catalogue(self) -> PassCatalogue:
+        """The pass catalogue of the installed jaxlib."""
+        return load_catalogue()
+
+    @property
+    def jaxlib_version(self) -> str:
+        """Version of the compiler under test."""
+        return self.catalogue.jaxlib_version
+
+    def load(self, text: str, source: str = "<text>") -> HloModule:
+        """Canonicalize HLO text with XLA; malformed text raises UserInputError naming `source`."""
+        try:
+            description = self._call("canonicalize", None, text, text=text)
+        except CompilerError as error:
+            if error.kind == "error":
+                raise UserInputError(f"{source}: not a valid HLO module: {error.message}") from None
+            raise
+        return HloModule(description["text"], description["name"], description["fingerprint"], source)
+
+    def features(self, module: HloModule) -> Features:
+        """Op count, opcode histogram and cost analysis of a module."""
+        with self._features_lock:
+            known = self._features.get(module.fingerprint)
+        if known is None:
+            known = Features.from_dict(self._call("features", None, module.text, text=module.text))
+            with self._features_lock:
+                self._features[module.fingerprint] = known
+        return known
+
+    def check_pass(self, pass_name: str) -> None:
+        """Raise UnknownPassError unless `pass_name` can be applied alone."""
+        info = self.catalogue.get(pass_name)
+        if info is not None and info.kind != "pipeline":
+            return
+        if info is not None:
+            raise UnknownPassError(f"{pass_name}: is a pass pipeline, not a single pass")
+        close = difflib.get_close_matches(pass_name, self.catalogue.names(), n=3)
+        hint = f" (did you mean {', '.join(close)}?)" if close else " (see `xlabench passes`)"
+        raise UnknownPassError(f"{pass_name}: unknown pass for jaxlib {self.jaxlib_version}{hint}")
+
+    def apply_pass(self, module: HloModule, pass_name: str) -> HloModule:
+        """The module exactly as it stands after one run of the XLA pass `pass_name`."""
+        self.check_pass(pass_name)
+        record = self._cached_or_run(
+            module,
+            pass_name,
+            lambda: self._call(
+                "run_pass",
+                pass_name,
+                module.text,
+                text=module.text,
+                pass_name=pass_name,
+                disabled_passes=self.catalogue.disabled_for_single_pass(pass_name),
+            ),
+        )
+        return HloModule(
+            record["text"], record["name"], record["fingerprint"], f"{module.source} | {pass_name}"
+        )
+
+    def apply_passes(
+        self, module: HloModule, pass_names: list[str], stop_on_error: bool = True
+    ) -> list[Step]:
+        """Apply passes one after another; an erroring pass leaves the module as it was."""
+        for pass_name in pass_names:
+            self.check_pass(pass_name)
+        steps: list[Step] = []
+        current = module
+        for pass_name in pass_names:
+            started = time.perf_counter()
+            try:
+                current = self.apply_pass(current, pass_name)
+                steps.append(Step(pass_name, current, time.perf_counter() - started))
+            except CompilerError as error:
+                steps.append(Step(pass_name, None, time.perf_counter() - started, error))
+                if stop_on_error:
+                    break
+        return steps
+
+    def run_default_pipeline(self, module: HloModule) -> HloModule:
+        """The module after XLA's default CPU pipeline, taken just before layout assignment."""
+        return self._run_to_counting_point(module, DEFAULT_PIPELINE_KEY, disabled=[])
+
+    def run_required_passes(self, module: HloModule) -> HloModule:
+        """The module after only the required passes (actions off), taken at the same point."""
+        return self._run_to_counting_point(
+            module, REQUIRED_PASSES_KEY, disabled=self.catalogue.disabled_for_required_only()
+        )
+
+    def full_compile_seconds(self, module: HloModule) -> float:
+        """Wall time of a full XLA CPU compile of the module, in a worker."""
+        return float(self._call("full_compile_seconds", None, module.text, text=module.text))
+
+    def _run_to_counting_point(self, module: HloModule, key: str, disabled: list[str]) -> HloModule:
+        record = self._cached_or_run(
+            module,
+            key,
+            lambda: self._call(
+                "run_pipeline_to_point",
+                key,
+                module.text,
+                text=module.text,
+                disabled_passes=disabled,
+                point_pass=COUNTING_POINT_PASS,
+                sibling_passes=self.catalogue.counting_point_siblings(),
+            ),
+        )
+        return HloModule(record["text"], record["name"], record["fingerprint"], f"{module.source} | {key}")
+
+    def _cached_or_run(self, module: HloModule, key: str, run: Any) -> dict[str, Any]:
+        if self.cache is not None:
+            record = self.cache.get(self.jaxlib_version, module.fingerprint, key)
+            if record is not None:
+                if "error" in record:
+                    error = record["error"]
+                    raise CompilerError(
+                        error["kind"],
+                        error["message"],
+                        error["pass"],
+                        error["fingerprint"],
+                        error["stderr_tail"],
+                        error["reproducer"],
+                    )
+                return record
+        try:
+            record = run()
+        except CompilerError as error:
+            if self.cache is not None and error.kind in ("error", "crash"):  # hangs may be load
+                self.cache.put(self.jaxlib_version, module.fingerprint, key, {"error": error.to_dict()})
+            raise
+        record = {k: record[k] for k in ("text", "name", "fingerprint")}
+        if self.cache is not None:
+            self.cache.put(self.jaxlib_version, module.fingerprint, key, record)
+        return record
+
+    def _call(self, function: str, subject: str | None, module_text: str, **arguments: Any) -> Any:
+        """One compiler call in the pool about pass `subject`; failures become CompilerError.
+
+        Crashes and hangs also leave a reproducer on disk.
+        """
+        pass_name = subject
+        try:
+            return self.pool.call(function, timeout=self.timeout, **arguments)
+        except compiler_pool.CompilerFailure as failure:
+            raise CompilerError("error", str(failure), pass_name, _quick_fingerprint(module_text)) from None
+        except compiler_pool.WorkerDied as death:
+            kind, message, tail = "crash", str(death), death.stderr_tail
+        except compiler_pool.WorkerTimedOut as timeout:
+            kind, message, tail = "timeout", str(timeout), timeout.stderr_tail
+        fingerprint = _quick_fingerprint(module_text)
+        reproducer = self._save_reproducer(kind, function, pass_name, fingerprint, module_text, message, tail)
+        raise CompilerError(kind, _crash_summary(message, tail), pass_name, fingerprint, tail, reproducer)
+
+    def _save_reproducer(
+        self,
+        kind: str,
+        function: str,
+        pass_name: str | None,
+        fingerprint: str,
+        module_text: str,
+        message: str,
+        stderr_tail: str,
+    ) -> str:
+        """Write module.hlo, passes.txt and error.json for a crash or hang; return the directory."""
+        label = re.sub(r"[^\w.\-]+", "_", pass_name or function)
+        directory = os.path.join(self.crash_directory, f"{kind}-{label}-{fingerprint[:12]}")
+        write_atomically(os.path.join(directory, "module.hlo"), module_text.encode())
+        write_atomically(os.path.join(directory, "passes.txt"), f"{pass_name or function}\n".encode())
+        details = {
+            "kind": kind,
+            "function": function,
+            "pass": pass_name,
+            "fingerprint": fingerprint,
+            "message": message,
+            "stderr_tail": stderr_tail,
+            "jaxlib": self.jaxlib_version,
+            "replay": f"xlabench apply {os.path.join(directory, 'module.hlo')} {pass_name} -o /tmp/out.hlo"
+            if pass_name and not pass_name.startswith("@")
+            else None,
+        }
+        write_atomically(os.path.join(directory, "error.json"), json.dumps(details, indent=1).encode())
+        return directory
+
+
+def _quick_fingerprint(text: str) -> str:
+    """A fingerprint for naming reproducers, computed without the compiler (it may be what crashed)."""
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _crash_summary(message: str, stderr_tail: str) -> str:
+    """The message plus XLA's own first fatal line, when it printed one."""
+    fatal = next((line for line in stderr_tail.splitlines() if re.match(r"^[FE]\d{4} ", line)), None)
+    return f"{message}: {fatal.split('] ', 1)[-1]}" if fatal else message
+
+
+_default_driver: PassDriver | None = None
+_default_driver_lock = threading.Lock()
+
+
+def default_driver() -> PassDriver:
+    """The process-wide driver on the default pool and cache."""
+    global _default_driver
+    with _default_driver_lock:
+        if _default_driver is None:
+            _default_driver = PassDriver(use_cache=os.environ.get("XLABENCH_NO_CACHE") != "1")
+        return _default_driver
+
+
+def apply_pass(module: HloModule, pass_name: str) -> HloModule:
+    """The module after one run of the XLA pass `pass_name` (default driver)."""
+    return default_driver().apply_pass(module, pass_name)
+
+
+def run_default_pipeline(module: HloModule) -> HloModule:
+    """The module after XLA's default pipeline, at the counting point (default driver)."""
+    return default_driver().run_default_pipeline(module)
+
+
+def run_required_passes(module: HloModule) -> HloModule:
+    """The module after only XLA's required passes, at the counting point (default driver)."""
+    return default_driver().run_required_passes(module)

@@ -1,0 +1,200 @@
+"""Worker processes around the compiler: a CHECK abort, a segfault or a hang costs a worker, not the caller.
+
+Each worker is a `python -m xlabench.xla.worker` process that imports `xlabench.xla.compiler` and
+serves calls by function name over a socket pair. Its stderr (where XLA logs and CHECK failures go)
+goes to a file, so a crash comes back as an exit code plus the tail of that file. The pool is
+thread-safe: callers block until a worker is free; a dead or timed-out worker is replaced on the
+next call.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import queue
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from multiprocessing.connection import Connection
+from typing import Any
+
+DEFAULT_TIMEOUT_SECONDS = float(os.environ.get("XLABENCH_COMPILER_TIMEOUT", "300"))
+_STDERR_TAIL_BYTES = 4000
+# XLA prints a banner of INFO lines per process; keep worker logs to warnings and worse.
+_WORKER_ENVIRONMENT = {"TF_CPP_MIN_LOG_LEVEL": "1", "JAX_PLATFORMS": "cpu"}
+
+
+class CompilerFailure(Exception):
+    """XLA answered with an error status (raised in the worker, re-raised in the caller)."""
+
+
+class WorkerDied(Exception):
+    """The worker process died during a call (CHECK abort, segfault, out of memory)."""
+
+    def __init__(self, exit_code: int | None, stderr_tail: str) -> None:
+        self.exit_code = exit_code
+        self.stderr_tail = stderr_tail
+        signal_note = (
+            f"signal {-exit_code}" if exit_code is not None and exit_code < 0 else f"exit {exit_code}"
+        )
+        super().__init__(f"compiler process died ({signal_note})")
+
+
+class WorkerTimedOut(Exception):
+    """The call did not finish in time; the worker was killed."""
+
+    def __init__(self, seconds: float, stderr_tail: str) -> None:
+        self.seconds = seconds
+        self.stderr_tail = stderr_tail
+        super().__init__(f"compiler call did not finish within {seconds:g} s")
+
+
+class Worker:
+    """One compiler process and its pipe."""
+
+    def __init__(self, environment: dict[str, str] | None = None) -> None:
+        descriptor, self.stderr_path = tempfile.mkstemp(prefix="xlabench-worker-", suffix=".log")
+        parent_socket, child_socket = socket.socketpair()
+        settings = {**os.environ, **_WORKER_ENVIRONMENT, **(environment or {})}
+        # The child must import this very package, installed or not.
+        package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        settings["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, settings.get("PYTHONPATH")) if p)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "xlabench.xla.worker", str(child_socket.fileno())],
+            pass_fds=(child_socket.fileno(),),
+            stdin=subprocess.DEVNULL,
+            stdout=descriptor,
+            stderr=descriptor,
+            env=settings,
+        )
+        os.close(descriptor)
+        child_socket.close()
+        self._connection = Connection(parent_socket.detach())
+
+    def call(self, function_name: str, arguments: dict[str, Any], timeout: float) -> Any:
+        """Run compiler.<function_name>(**arguments) in the worker and return its result."""
+        log_offset = os.path.getsize(self.stderr_path)
+        try:
+            self._connection.send((function_name, arguments))
+            if not self._connection.poll(timeout):
+                self.kill()
+                raise WorkerTimedOut(timeout, self.stderr_since(log_offset))
+            status, payload = self._connection.recv()
+        except (EOFError, BrokenPipeError, ConnectionResetError, OSError):
+            try:
+                exit_code = self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                exit_code = self.process.returncode
+            raise WorkerDied(exit_code, self.stderr_since(log_offset)) from None
+        if status == "failure":
+            raise CompilerFailure(payload)
+        return payload
+
+    def stderr_since(self, offset: int) -> str:
+        """The tail of what the worker wrote to stderr since `offset`."""
+        try:
+            with open(self.stderr_path, "rb") as handle:
+                handle.seek(max(offset, os.path.getsize(self.stderr_path) - _STDERR_TAIL_BYTES))
+                return handle.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def alive(self) -> bool:
+        """True while the process runs."""
+        return self.process.poll() is None
+
+    def kill(self) -> None:
+        """Stop the process at once."""
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+
+    def close(self) -> None:
+        """Stop the process (closing its pipe asks it to exit) and remove its log."""
+        with contextlib.suppress(OSError):
+            self._connection.close()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        with contextlib.suppress(OSError):
+            os.unlink(self.stderr_path)
+
+
+class CompilerPool:
+    """A fixed number of compiler workers shared by threads; replaces workers that die."""
+
+    def __init__(self, size: int = 1, environment: dict[str, str] | None = None) -> None:
+        if size < 1:
+            raise ValueError("a compiler pool needs at least one worker")
+        self.size = size
+        self._environment = environment
+        self._idle: queue.Queue[Worker | None] = queue.Queue()
+        for _ in range(size):
+            self._idle.put(None)  # started lazily: a pool that is never used costs nothing
+        self.crashes = 0
+        self.timeouts = 0
+
+    def call(self, function_name: str, timeout: float = DEFAULT_TIMEOUT_SECONDS, **arguments: Any) -> Any:
+        """Run one compiler function in a free worker; raises CompilerFailure, WorkerDied, WorkerTimedOut."""
+        worker = self._idle.get()
+        try:
+            if worker is None or not worker.alive():
+                if worker is not None:
+                    worker.close()
+                worker = Worker(self._environment)
+            return worker.call(function_name, arguments, timeout)
+        except WorkerDied:
+            self.crashes += 1
+            worker.close()
+            worker = None
+            raise
+        except WorkerTimedOut:
+            self.timeouts += 1
+            worker.close()
+            worker = None
+            raise
+        finally:
+            self._idle.put(worker)
+
+    def close(self) -> None:
+        """Stop every worker."""
+        for _ in range(self.size):
+            worker = self._idle.get()
+            if worker is not None:
+                worker.close()
+            self._idle.put(None)
+
+
+_default_pool: CompilerPool | None = None
+_default_pool_lock = threading.Lock()
+
+
+def default_pool() -> CompilerPool:
+    """The process-wide pool (size from XLABENCH_WORKERS, default 1)."""
+    global _default_pool
+    with _default_pool_lock:
+        if _default_pool is None:
+            _default_pool = CompilerPool(size=int(os.environ.get("XLABENCH_WORKERS", "1")))
+            atexit.register(_default_pool.close)
+        return _default_pool
+
+
+def call_once(
+    function_name: str,
+    environment: dict[str, str],
+    timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    **arguments: Any,
+) -> tuple[Any, str]:
+    """Run one call in a fresh worker with extra environment; return (result, its whole stderr)."""
+    worker = Worker(environment)
+    try:
+        result = worker.call(function_name, arguments, timeout)
+        with open(worker.stderr_path, errors="replace") as handle:
+            return result, handle.read()
+    finally:
+        worker.close()
