@@ -1,0 +1,146 @@
+"""Lower suite graphs to HLO text and store them with their manifest entries.
+
+Lowering is `jax.jit(fn).lower(*abstract_args).compiler_ir("hlo").as_hlo_text()`; the text is then
+normalised so the bytes depend only on the model code and the jax version: op metadata (which can carry
+source file paths and line numbers) is removed and the module is renamed after the graph.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import re
+import time
+from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from xlabench.graphs import storage
+from xlabench.graphs.suite import GraphSpec, suite
+from xlabench.xla.module import HloModule
+
+_MODULE_HEADER = re.compile(r"^HloModule [^\s,]+")
+_METADATA_START = ", metadata={"
+
+
+@dataclass(frozen=True)
+class BuildReport:
+    """What one build produced."""
+
+    built: list[str]
+    directory: Path
+    seconds: float
+    stored_bytes: int
+
+
+def strip_metadata(text: str) -> str:
+    """Remove every `, metadata={...}` attribute, honouring quoted strings that may contain braces."""
+    pieces = []
+    position = 0
+    while (start := text.find(_METADATA_START, position)) != -1:
+        pieces.append(text[position:start])
+        index = start + len(_METADATA_START)
+        depth, in_string = 1, False
+        while depth:
+            char = text[index]
+            if in_string:
+                if char == "\\":
+                    index += 1
+                elif char == '"':
+                    in_string = False
+            elif char == '"':
+                in_string = True
+            elif char == "{":
+                depth += 1
+            elif char == "}":
+                depth -= 1
+            index += 1
+        position = index
+    pieces.append(text[position:])
+    return "".join(pieces)
+
+
+def module_name(graph_name: str) -> str:
+    """HLO module name for a graph: its name with separators XLA dump file names dislike replaced."""
+    return re.sub(r"[^A-Za-z0-9_]", "_", graph_name)
+
+
+def normalize_hlo(text: str, graph_name: str) -> str:
+    """Make lowered HLO text reproducible: no metadata, module named after the graph, one trailing newline."""
+    text = strip_metadata(text)
+    text, renamed = _MODULE_HEADER.subn(f"HloModule {module_name(graph_name)}", text, count=1)
+    if not renamed:
+        raise ValueError(f"lowering of {graph_name} did not produce an HloModule header")
+    return text.rstrip("\n") + "\n"
+
+
+def lower(spec: GraphSpec) -> str:
+    """Lower one suite graph to normalised HLO text."""
+    import jax
+
+    program = spec.program()
+    text = jax.jit(program.fn).lower(*program.args).compiler_ir("hlo").as_hlo_text()
+    return normalize_hlo(text, spec.name)
+
+
+def _lower_with_version(spec: GraphSpec) -> tuple[str, str]:
+    """Worker: (normalised HLO text, jax version that lowered it) for one graph."""
+    import jax
+
+    return lower(spec), jax.__version__
+
+
+def _entry(spec: GraphSpec, text: str, op_count: int, jax_version: str) -> dict[str, Any]:
+    return {
+        "name": spec.name,
+        "family": spec.family,
+        "split": spec.split,
+        "config": spec.config,
+        "file": spec.name + storage.GRAPH_SUFFIX,
+        "instruction_count": op_count,
+        "sha256": storage.text_sha256(text),
+        "jax_version": jax_version,
+    }
+
+
+def build(specs: Iterable[GraphSpec], directory: Path = storage.DATA_DIR, jobs: int = 1) -> BuildReport:
+    """Lower `specs` into `directory`, merging with entries of other suite graphs already recorded there.
+
+    Entries for graphs no longer in the suite are dropped and their files removed.
+    """
+    started = time.perf_counter()
+    specs = list(specs)
+    directory.mkdir(parents=True, exist_ok=True)
+    if jobs > 1 and len(specs) > 1:
+        # spawn, not fork: jax is multithreaded and must not be forked after initialisation.
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+            lowered = list(pool.map(_lower_with_version, specs))
+    else:
+        lowered = [_lower_with_version(spec) for spec in specs]
+
+    entries: dict[str, dict[str, Any]] = {}
+    if (directory / storage.MANIFEST_NAME).exists():
+        suite_names = {spec.name for spec in suite()}
+        previous = storage.read_manifest(directory)["graphs"]
+        entries = {entry["name"]: entry for entry in previous if entry["name"] in suite_names}
+    for spec, (text, jax_version) in zip(specs, lowered, strict=True):
+        # Counting parses the text with XLA (in xlabench.xla's own worker), which also validates it.
+        op_count = HloModule.from_text(text, source=spec.name).op_count
+        storage.write_atomically(directory / (spec.name + storage.GRAPH_SUFFIX), storage.compress_hlo(text))
+        entries[spec.name] = _entry(spec, text, op_count, jax_version)
+    storage.write_manifest(directory, list(entries.values()))
+
+    kept_files = {entry["file"] for entry in entries.values()}
+    for stale in directory.glob("*" + storage.GRAPH_SUFFIX):
+        if stale.name not in kept_files:
+            stale.unlink()
+    stored = sum(path.stat().st_size for path in directory.iterdir() if path.is_file())
+    return BuildReport([spec.name for spec in specs], directory, time.perf_counter() - started, stored)
+
+
+def default_jobs() -> int:
+    """Worker processes for a build: one per available core."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1

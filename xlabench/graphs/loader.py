@@ -1,0 +1,125 @@
+"""Loader API used by every later stage: turn a graph spec string into `Graph`s.
+
+A spec is one of: `all`, a split (`train`, `test`, `unseen`), a family, a suite graph name, a path to
+one HLO text file, or a directory. A directory holding a `manifest.json` is read as a graph set made by
+`xlabench graphs build --out DIR`; any other directory contributes its `*.hlo`, `*.hlo.gz` and XLA dump
+`*.before_optimizations.txt` files (the module as the program handed it to XLA).
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from xlabench.errors import UserInputError
+from xlabench.graphs import storage
+from xlabench.graphs.suite import SPLITS, families
+
+USER_FAMILY = "user"
+USER_SPLIT = "user"
+# Longest suffixes first so `x.hlo.gz` is named `x`, not `x.hlo`.
+USER_SUFFIXES: tuple[str, ...] = (".before_optimizations.txt", ".hlo.gz", ".hlo")
+
+
+@dataclass(frozen=True)
+class Graph:
+    """One HLO graph: a suite member (with manifest metadata) or a user-supplied file."""
+
+    name: str
+    family: str
+    split: str
+    config: dict[str, Any] = field(hash=False, compare=False)
+    path: Path
+    instruction_count: int
+    sha256: str
+
+    def hlo_text(self) -> str:
+        """The graph's HLO text (decompressed if stored gzipped)."""
+        return storage.read_hlo(self.path)
+
+
+def load_graph_set(directory: Path = storage.DATA_DIR) -> list[Graph]:
+    """All graphs recorded in `directory/manifest.json`, sorted by name."""
+    manifest = storage.read_manifest(directory)
+    return [
+        Graph(
+            name=entry["name"],
+            family=entry["family"],
+            split=entry["split"],
+            config=entry["config"],
+            path=directory / entry["file"],
+            instruction_count=entry["instruction_count"],
+            sha256=entry["sha256"],
+        )
+        for entry in manifest["graphs"]
+    ]
+
+
+def user_graph_name(path: Path) -> str:
+    """Name of a user file: the file name without its HLO suffix."""
+    for suffix in USER_SUFFIXES:
+        if path.name.endswith(suffix) and len(path.name) > len(suffix):
+            return path.name[: -len(suffix)]
+    return path.stem
+
+
+def load_user_file(path: Path) -> Graph:
+    """Parse one user HLO file with XLA and describe it as a `Graph` of family `user`."""
+    from xlabench.xla.module import HloModule
+
+    text = storage.read_hlo(path)
+    module = HloModule.from_text(text, source=str(path))
+    return Graph(
+        name=user_graph_name(path),
+        family=USER_FAMILY,
+        split=USER_SPLIT,
+        config={},
+        path=path,
+        instruction_count=module.op_count,
+        sha256=storage.text_sha256(text),
+    )
+
+
+def _user_directory(directory: Path) -> list[Graph]:
+    files = sorted(
+        path
+        for path in directory.iterdir()
+        if path.is_file() and any(path.name.endswith(suffix) for suffix in USER_SUFFIXES)
+    )
+    if not files:
+        raise UserInputError(
+            f"no graphs in directory {directory}: expected *.hlo, *.hlo.gz or *.before_optimizations.txt"
+        )
+    return [load_user_file(path) for path in files]
+
+
+def _from_path(path: Path) -> list[Graph]:
+    if path.is_dir():
+        if (path / storage.MANIFEST_NAME).exists():
+            return load_graph_set(path)
+        return _user_directory(path)
+    return [load_user_file(path)]
+
+
+def resolve_graphs(spec: str) -> list[Graph]:
+    """Graphs named by `spec`: `all`, a split, a family, a suite graph name, an HLO file or a directory."""
+    if spec in ("all", *SPLITS) or spec in families():
+        graphs = load_graph_set()
+        selected = [g for g in graphs if spec == "all" or g.split == spec or g.family == spec]
+        if not selected:
+            raise UserInputError(f"no graphs for {spec!r} in {storage.DATA_DIR}; run `xlabench graphs build`")
+        return selected
+    path = Path(spec).expanduser()
+    if path.exists():
+        return _from_path(path)
+    graphs = load_graph_set()
+    by_name = {g.name: g for g in graphs}
+    if spec in by_name:
+        return [by_name[spec]]
+    if "/" in spec or spec.endswith(USER_SUFFIXES):
+        raise UserInputError(f"no such file or directory: {spec}")
+    close = difflib.get_close_matches(spec, list(by_name), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else "; see `xlabench graphs list`"
+    raise UserInputError(f"unknown graph, family or split {spec!r}{hint}")

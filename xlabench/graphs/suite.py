@@ -1,0 +1,398 @@
+"""The benchmark suite definition: every graph's name, family, model config and split.
+
+Splits:
+- `train`: graphs policies are trained on;
+- `test`: held-out configs of the training families (every config appears once in the suite, so no test
+  config is shared with train);
+- `unseen`: whole families (ViT, MLP-Mixer, GNN) that no policy is ever trained on.
+
+Within a training family a graph goes to `test` when the sha256 of its name falls in the first quarter of
+the hash space: the split is stable when configs are added or reordered, and needs no hand-picked list.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import itertools
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from xlabench.models.common import Program
+
+SPLITS: tuple[str, ...] = ("train", "test", "unseen")
+UNSEEN_FAMILIES: frozenset[str] = frozenset({"vit", "mlp_mixer", "gnn"})
+_TEST_FRACTION = 0.25
+
+# family -> (module under xlabench.models, config keys spelled into the graph name with their prefixes)
+_FAMILIES: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
+    "gpt2": ("gpt2", (("layers", "l"), ("width", "d"), ("heads", "h"), ("seq", "s"), ("batch", "b"))),
+    "bert": (
+        "bert",
+        (("mode", ""), ("layers", "l"), ("width", "d"), ("heads", "h"), ("seq", "s"), ("batch", "b")),
+    ),
+    "resnet": ("resnet", (("mode", ""), ("blocks", "n"), ("width", "w"), ("image", "i"), ("batch", "b"))),
+    "t5": (
+        "t5",
+        (
+            ("mode", ""),
+            ("layers", "l"),
+            ("width", "d"),
+            ("heads", "h"),
+            ("seq_in", "s"),
+            ("seq_out", "t"),
+            ("batch", "b"),
+        ),
+    ),
+    "recurrent": (
+        "recurrent",
+        (("cell", ""), ("mode", ""), ("layers", "l"), ("hidden", "h"), ("seq", "s"), ("batch", "b")),
+    ),
+    "control_flow": ("control_flow", (("program", ""), ("variant", ""))),
+    "moe": (
+        "mixture_of_experts",
+        (
+            ("mode", ""),
+            ("layers", "l"),
+            ("experts", "e"),
+            ("top_k", "k"),
+            ("width", "d"),
+            ("seq", "s"),
+            ("batch", "b"),
+        ),
+    ),
+    "vit": (
+        "vit",
+        (
+            ("mode", ""),
+            ("layers", "l"),
+            ("width", "d"),
+            ("heads", "h"),
+            ("patch", "p"),
+            ("image", "i"),
+            ("batch", "b"),
+        ),
+    ),
+    "mlp_mixer": (
+        "mlp_mixer",
+        (("mode", ""), ("layers", "l"), ("width", "d"), ("patch", "p"), ("image", "i"), ("batch", "b")),
+    ),
+    "gnn": ("gnn", (("mode", ""), ("layers", "l"), ("width", "d"), ("nodes", "n"), ("edges", "e"))),
+}
+
+
+@dataclass(frozen=True)
+class GraphSpec:
+    """One suite entry: what to lower (family + config) and where it belongs (split)."""
+
+    name: str
+    family: str
+    split: str
+    config: dict[str, Any] = field(hash=False)
+
+    def program(self) -> Program:
+        """Build the family's function and abstract arguments for this config."""
+        module = importlib.import_module(f"xlabench.models.{_FAMILIES[self.family][0]}")
+        return module.make_program(self.config)
+
+
+def families() -> tuple[str, ...]:
+    """All family names, in suite order."""
+    return tuple(_FAMILIES)
+
+
+def _cycle(values: list[Any], index: int) -> Any:
+    """Pick a value for a secondary axis so variants cover it without a full cross product."""
+    return values[index % len(values)]
+
+
+def _gpt2() -> Iterator[dict[str, Any]]:
+    shapes = [(64, 2), (128, 4), (256, 8)]
+    for i, (layers, (width, heads), dtype) in enumerate(
+        itertools.product([1, 2, 3, 4, 6, 8], shapes, ["f32", "bf16"])
+    ):
+        if layers == 8 and width == 256:
+            continue  # ~5,000 instructions is the top of the range; skip the largest corner
+        yield {
+            "layers": layers,
+            "width": width,
+            "heads": heads,
+            "seq": _cycle([32, 64, 128], i),
+            "batch": _cycle([2, 4], i // 3),
+            "vocab": 512,
+            "dtype": dtype,
+        }
+
+
+def _bert() -> Iterator[dict[str, Any]]:
+    shapes = [(64, 2), (128, 4), (192, 6)]
+    for mode, layers_options in (("train", [1, 2, 4]), ("infer", [1, 2, 4, 8])):
+        for i, (layers, (width, heads), dtype) in enumerate(
+            itertools.product(layers_options, shapes, ["f32", "bf16"])
+        ):
+            if i % 3 == 2:
+                continue  # thin the grid: two of every three shape/dtype combinations
+            seq = _cycle([32, 64, 128], i)
+            config = {
+                "mode": mode,
+                "layers": layers,
+                "width": width,
+                "heads": heads,
+                "seq": seq,
+                "batch": _cycle([2, 4], i // 2),
+                "vocab": 1024,
+                "dtype": dtype,
+            }
+            if mode == "train":
+                config["masked"] = seq // 8
+            yield config
+
+
+def _resnet() -> Iterator[dict[str, Any]]:
+    for mode in ("train", "infer"):
+        for i, (blocks, width, dtype) in enumerate(
+            itertools.product([[1, 1, 1], [2, 2, 2], [3, 3, 3], [2, 2, 2, 2]], [8, 16], ["f32", "bf16"])
+        ):
+            if mode == "train" and i % 4 == 3:
+                continue
+            yield {
+                "mode": mode,
+                "blocks": blocks,
+                "width": width,
+                "image": _cycle([16, 32], i // 2),
+                "batch": _cycle([2, 4, 8], i),
+                "classes": 10,
+                "dtype": dtype,
+            }
+
+
+def _t5() -> Iterator[dict[str, Any]]:
+    shapes = [(64, 2, 128), (128, 4, 256)]
+    for mode, layers_options in (("train", [1, 2, 3]), ("infer", [1, 2, 4])):
+        for i, (layers, (width, heads, ff), dtype) in enumerate(
+            itertools.product(layers_options, shapes, ["f32", "bf16"])
+        ):
+            if mode == "infer" and i % 4 == 3:
+                continue
+            yield {
+                "mode": mode,
+                "layers": layers,
+                "width": width,
+                "heads": heads,
+                "ff": ff,
+                "seq_in": _cycle([16, 32, 64], i),
+                "seq_out": _cycle([8, 16], i // 2),
+                "batch": 2,
+                "vocab": 512,
+                "dtype": dtype,
+            }
+
+
+def _recurrent() -> Iterator[dict[str, Any]]:
+    for i, (cell, mode, layers, dtype) in enumerate(
+        itertools.product(["lstm", "gru"], ["train", "infer"], [1, 2, 3], ["f32", "bf16"])
+    ):
+        if mode == "infer" and layers == 3 and dtype == "bf16":
+            continue
+        yield {
+            "cell": cell,
+            "mode": mode,
+            "layers": layers,
+            "hidden": _cycle([64, 128, 256], i // 2),
+            "embed": 32,
+            "vocab": 256,
+            "seq": _cycle([16, 32, 64], i),
+            "batch": _cycle([4, 8], i // 3),
+            "dtype": dtype,
+        }
+
+
+def _control_flow() -> Iterator[dict[str, Any]]:
+    for n, batch, jacobi, dtype in itertools.product([16, 64], [1, 4], [False, True], ["f32", "bf16"]):
+        if batch == 1 and dtype == "bf16":
+            continue
+        variant = f"n{n}-b{batch}-{'jacobi' if jacobi else 'plain'}"
+        yield {
+            "program": "cg",
+            "variant": variant,
+            "n": n,
+            "batch": batch,
+            "jacobi": jacobi,
+            "max_iter": 4 * n,
+            "dtype": dtype,
+        }
+    for samples, features, dtype in itertools.product([64, 256], [8, 32], ["f32", "bf16"]):
+        yield {
+            "program": "newton_cg",
+            "variant": f"m{samples}-f{features}",
+            "samples": samples,
+            "features": features,
+            "newton_steps": 20,
+            "cg_steps": features,
+            "dtype": dtype,
+        }
+    for vocab, hidden, dtype in itertools.product([64, 512], [32, 128], ["f32", "bf16"]):
+        yield {
+            "program": "early_exit_decode",
+            "variant": f"v{vocab}-h{hidden}",
+            "vocab": vocab,
+            "hidden": hidden,
+            "batch": 4,
+            "max_len": 32,
+            "dtype": dtype,
+        }
+    for width, threshold, dtype in itertools.product([32, 128], [0.5, 1.5], ["f32", "bf16"]):
+        yield {
+            "program": "adaptive_depth",
+            "variant": f"d{width}-t{threshold}",
+            "width": width,
+            "batch": 8,
+            "max_steps": 12,
+            "threshold": threshold,
+            "dtype": dtype,
+        }
+    for layers, width, dtype in itertools.product([2, 4, 8], [32, 128], ["f32", "bf16"]):
+        if layers == 8 and dtype == "bf16":
+            continue
+        yield {
+            "program": "cond_train",
+            "variant": f"l{layers}-d{width}",
+            "layers": layers,
+            "width": width,
+            "batch": 16,
+            "classes": 10,
+            "dtype": dtype,
+        }
+
+
+def _moe() -> Iterator[dict[str, Any]]:
+    for mode in ("train", "infer"):
+        for i, (layers, (experts, top_k), dtype) in enumerate(
+            itertools.product([1, 2, 4], [(4, 1), (4, 2), (8, 2)], ["f32", "bf16"])
+        ):
+            if i % 3 == 1 or (mode == "train" and layers == 4 and experts == 8):
+                continue
+            yield {
+                "mode": mode,
+                "layers": layers,
+                "experts": experts,
+                "top_k": top_k,
+                "width": _cycle([64, 128], i),
+                "heads": 2,
+                "expert_hidden": 128,
+                "capacity_factor": 1.25,
+                "seq": _cycle([16, 32, 64], i // 2),
+                "batch": 2,
+                "vocab": 512,
+                "dtype": dtype,
+            }
+
+
+def _vit() -> Iterator[dict[str, Any]]:
+    shapes = [(64, 2), (128, 4)]
+    for mode, layers_options in (("train", [1, 2, 4]), ("infer", [2, 4, 8])):
+        for i, (layers, (width, heads), dtype) in enumerate(
+            itertools.product(layers_options, shapes, ["f32", "bf16"])
+        ):
+            if i % 4 == 1:
+                continue
+            image = _cycle([16, 32], i // 2)
+            yield {
+                "mode": mode,
+                "layers": layers,
+                "width": width,
+                "heads": heads,
+                "patch": image // 4,
+                "image": image,
+                "mlp_ratio": 4,
+                "classes": 10,
+                "batch": _cycle([2, 4], i),
+                "dtype": dtype,
+            }
+
+
+def _mlp_mixer() -> Iterator[dict[str, Any]]:
+    for mode, layers_options in (("train", [1, 2, 4]), ("infer", [2, 4, 8])):
+        for i, (layers, width, dtype) in enumerate(
+            itertools.product(layers_options, [64, 128], ["f32", "bf16"])
+        ):
+            if i % 3 == 2:
+                continue
+            image = _cycle([16, 32], i // 2)
+            yield {
+                "mode": mode,
+                "layers": layers,
+                "width": width,
+                "patch": 4,
+                "image": image,
+                "token_hidden": width // 2,
+                "channel_hidden": 4 * width,
+                "classes": 10,
+                "batch": _cycle([2, 4], i),
+                "dtype": dtype,
+            }
+
+
+def _gnn() -> Iterator[dict[str, Any]]:
+    for mode in ("train", "infer"):
+        for i, (layers, width, dtype) in enumerate(itertools.product([1, 2, 4], [32, 64], ["f32", "bf16"])):
+            if i % 3 == 2:
+                continue
+            nodes = _cycle([64, 256], i // 2)
+            yield {
+                "mode": mode,
+                "layers": layers,
+                "width": width,
+                "node_features": 16,
+                "edge_features": 4,
+                "nodes": nodes,
+                "edges": 4 * nodes,
+                "graphs": 8,
+                "classes": 4,
+                "dtype": dtype,
+            }
+
+
+_CONFIGS: dict[str, Callable[[], Iterator[dict[str, Any]]]] = {
+    "gpt2": _gpt2,
+    "bert": _bert,
+    "resnet": _resnet,
+    "t5": _t5,
+    "recurrent": _recurrent,
+    "control_flow": _control_flow,
+    "moe": _moe,
+    "vit": _vit,
+    "mlp_mixer": _mlp_mixer,
+    "gnn": _gnn,
+}
+
+
+def _format(value: Any) -> str:
+    if isinstance(value, list):
+        return "".join(str(v) for v in value)
+    return str(value)
+
+
+def graph_name(family: str, config: dict[str, Any]) -> str:
+    """Readable unique name: family, identifying config values, dtype (e.g. `gpt2-l2-d128-h4-s64-b2-f32`)."""
+    parts = [family] + [f"{prefix}{_format(config[key])}" for key, prefix in _FAMILIES[family][1]]
+    return "-".join(parts + [config["dtype"]])
+
+
+def split_of(family: str, name: str) -> str:
+    """The split a graph belongs to; see the module docstring for the rule."""
+    if family in UNSEEN_FAMILIES:
+        return "unseen"
+    bucket = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big") / 2**64
+    return "test" if bucket < _TEST_FRACTION else "train"
+
+
+def suite() -> list[GraphSpec]:
+    """Every graph of the suite, in a fixed order (family order, then config order)."""
+    specs = []
+    for family, configs in _CONFIGS.items():
+        for config in configs():
+            name = graph_name(family, config)
+            specs.append(GraphSpec(name=name, family=family, split=split_of(family, name), config=config))
+    return specs
