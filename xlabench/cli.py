@@ -11,12 +11,16 @@ from xlabench.errors import XlabenchError
 def build_parser() -> argparse.ArgumentParser:
     """Return the top-level parser with every subcommand registered."""
     from xlabench.graphs import cli as graphs_cli
+    from xlabench.xla import bench as xla_bench
     from xlabench.xla import cli as xla_cli
 
     parser = argparse.ArgumentParser(prog="xlabench", description=__doc__)
     subparsers = parser.add_subparsers(dest="command", required=True)
     xla_cli.register(subparsers)
     graphs_cli.register(subparsers)
+    bench = subparsers.add_parser("bench", help="benchmarks that print figures (speed, robustness)")
+    bench_subparsers = bench.add_subparsers(dest="benchmark", required=True)
+    xla_bench.register(bench_subparsers)
     return parser
 
 

@@ -10,7 +10,8 @@ Classes:
   before the counting point, not excluded;
 - required: everything else the CPU backend runs (expanders, normalizers, layout assignment, fusion,
   copy insertion, ...); these run on both sides of every comparison;
-- excluded: an action candidate that does not apply cleanly on its own (the reason says why);
+- excluded: an action candidate that does not apply cleanly on its own (the reason says why); it
+  stays on wherever required passes run;
 - pipeline: a pass pipeline (a container, never applied by itself).
 """
 
@@ -102,8 +103,12 @@ class PassCatalogue:
         return sorted(name for name in self.passes if name not in enabled)
 
     def disabled_for_required_only(self) -> list[str]:
-        """Names to disable so that only required passes run: every action and excluded pass."""
-        return sorted(name for name, info in self.passes.items() if info.kind in ("action", "excluded"))
+        """Names to disable so that only required passes run: every action pass.
+
+        Excluded passes stay on: they may not be ordered alone, but the backend may need them
+        (the CPU emitter CHECK-fails on gathers that gather_simplifier has not canonicalized).
+        """
+        return sorted(name for name, info in self.passes.items() if info.kind == "action")
 
     def counting_point_siblings(self) -> list[str]:
         """Names of the passes in the pipeline that holds the counting-point pass."""

@@ -85,7 +85,16 @@ def parse(text: str) -> Any:
     try:
         return xla_client.hlo.hlo_module_from_text(text)
     except Exception as error:  # jaxlib raises its own runtime error type
-        raise CompilerFailure(_first_line(error)) from None
+        raise CompilerFailure(_parse_error_summary(str(error))) from None
+
+
+def _parse_error_summary(message: str) -> str:
+    """XLA's parse error as one line: "HLO syntax error at line:column: what"."""
+    match = re.search(r"was parsing (\d+):(\d+): error: (.*)", message)
+    if match:
+        return f"HLO syntax error at line {match.group(1)}, column {match.group(2)}: {match.group(3)}"
+    lines = message.strip().splitlines()
+    return lines[0] if lines else "HLO parse error"
 
 
 def to_text(module: Any) -> str:
@@ -377,19 +386,39 @@ def full_compile_seconds(text: str) -> float:
 # Executables: compile, run on deterministic inputs, time.
 # ---------------------------------------------------------------------------------------------
 
-_executables: dict[str, Any] = {}
 
+def compile_and_run(
+    text: str, disabled_passes: list[str], inputs: list[np.ndarray], repeats: int, warmup: int
+) -> dict[str, Any]:
+    """Compile for execution (with `disabled_passes` off), run once for outputs, then time repeats."""
+    import jax
 
-def compile_executable(text: str, disabled_passes: list[str]) -> dict[str, Any]:
-    """Compile for execution (with `disabled_passes` off); keep it in this worker under a key."""
     started = time.perf_counter()
     overrides = {"xla_disable_hlo_passes": ",".join(disabled_passes)} if disabled_passes else {}
     executable = _compile(text, overrides)
-    seconds = time.perf_counter() - started
-    key = hashlib.sha256((text + "\0" + ",".join(disabled_passes)).encode()).hexdigest()
-    _executables.clear()  # one live executable per worker keeps memory flat
-    _executables[key] = executable
-    return {"key": key, "compile_seconds": seconds}
+    compile_seconds = time.perf_counter() - started
+    device = client().devices()[0]
+    buffers = [jax.device_put(np.asarray(value), device) for value in inputs]
+
+    def run_once() -> list[Any]:
+        results = executable.execute_sharded(buffers)
+        arrays = [group[0] for group in results.disassemble_into_single_device_arrays()]
+        for array in arrays:
+            array.block_until_ready()
+        return arrays
+
+    try:
+        outputs = [np.asarray(array) for array in run_once()]
+        for _ in range(warmup):
+            run_once()
+        times = []
+        for _ in range(repeats):
+            begun = time.perf_counter()
+            run_once()
+            times.append(time.perf_counter() - begun)
+    except Exception as error:
+        raise CompilerFailure(f"execution failed: {_first_line(error)}") from None
+    return {"outputs": outputs, "compile_seconds": compile_seconds, "run_seconds": times}
 
 
 def parameter_specs(text: str) -> list[tuple[tuple[int, ...], str]]:
@@ -426,34 +455,6 @@ def _numpy_dtype_name(element_type: str) -> str:
     if element_type not in _XLA_TO_NUMPY:
         raise CompilerFailure(f"entry parameter of element type {element_type} is not supported")
     return _XLA_TO_NUMPY[element_type]
-
-
-def execute(key: str, inputs: list[np.ndarray], repeats: int = 0, warmup: int = 0) -> dict[str, Any]:
-    """Run a compiled executable: outputs (flattened tuple) and per-repeat wall times."""
-    executable = _executables.get(key)
-    if executable is None:
-        raise CompilerFailure("executable is no longer loaded in this worker")
-    import jax
-
-    device = client().devices()[0]
-    buffers = [jax.device_put(np.asarray(value), device) for value in inputs]
-
-    def run_once() -> list[Any]:
-        results = executable.execute_sharded(buffers)
-        arrays = [group[0] for group in results.disassemble_into_single_device_arrays()]
-        for array in arrays:
-            array.block_until_ready()
-        return arrays
-
-    outputs = [np.asarray(array) for array in run_once()]
-    for _ in range(warmup):
-        run_once()
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        run_once()
-        times.append(time.perf_counter() - started)
-    return {"outputs": outputs, "seconds": times}
 
 
 def probe_module_text() -> str:

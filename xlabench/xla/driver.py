@@ -77,7 +77,7 @@ class PassDriver:
     def load(self, text: str, source: str = "<text>") -> HloModule:
         """Canonicalize HLO text with XLA; malformed text raises UserInputError naming `source`."""
         try:
-            description = self._call("canonicalize", None, text, text=text)
+            description = self.call_compiler("canonicalize", None, text, text=text)
         except CompilerError as error:
             if error.kind == "error":
                 raise UserInputError(f"{source}: not a valid HLO module: {error.message}") from None
@@ -89,7 +89,7 @@ class PassDriver:
         with self._features_lock:
             known = self._features.get(module.fingerprint)
         if known is None:
-            known = Features.from_dict(self._call("features", None, module.text, text=module.text))
+            known = Features.from_dict(self.call_compiler("features", None, module.text, text=module.text))
             with self._features_lock:
                 self._features[module.fingerprint] = known
         return known
@@ -111,7 +111,7 @@ class PassDriver:
         record = self._cached_or_run(
             module,
             pass_name,
-            lambda: self._call(
+            lambda: self.call_compiler(
                 "run_pass",
                 pass_name,
                 module.text,
@@ -155,13 +155,13 @@ class PassDriver:
 
     def full_compile_seconds(self, module: HloModule) -> float:
         """Wall time of a full XLA CPU compile of the module, in a worker."""
-        return float(self._call("full_compile_seconds", None, module.text, text=module.text))
+        return float(self.call_compiler("full_compile_seconds", None, module.text, text=module.text))
 
     def _run_to_counting_point(self, module: HloModule, key: str, disabled: list[str]) -> HloModule:
         record = self._cached_or_run(
             module,
             key,
-            lambda: self._call(
+            lambda: self.call_compiler(
                 "run_pipeline_to_point",
                 key,
                 module.text,
@@ -199,7 +199,7 @@ class PassDriver:
             self.cache.put(self.jaxlib_version, module.fingerprint, key, record)
         return record
 
-    def _call(self, function: str, subject: str | None, module_text: str, **arguments: Any) -> Any:
+    def call_compiler(self, function: str, subject: str | None, module_text: str, **arguments: Any) -> Any:
         """One compiler call in the pool about pass `subject`; failures become CompilerError.
 
         Crashes and hangs also leave a reproducer on disk.

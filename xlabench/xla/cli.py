@@ -1,0 +1,163 @@
+"""`xlabench passes`, `xlabench stats`, `xlabench apply`: the pass driver from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any
+
+from xlabench.errors import CompilerError, UserInputError
+from xlabench.xla.driver import default_driver
+from xlabench.xla.module import HloModule
+
+
+def register(subparsers: Any) -> None:
+    """Add the driver's subcommands to the top-level parser."""
+    passes = subparsers.add_parser("passes", help="list the installed XLA CPU pipeline's passes and classes")
+    passes.add_argument("--json", action="store_true", help="print one JSON object")
+    passes.add_argument("--refresh", action="store_true", help="rediscover instead of using the cache")
+    passes.set_defaults(handler=run_passes)
+
+    stats = subparsers.add_parser("stats", help="op count, histogram and cost of one HLO module")
+    stats.add_argument("graph", help="an .hlo file (HLO text) or the name of a suite graph")
+    stats.add_argument("--json", action="store_true", help="print one JSON object")
+    stats.set_defaults(handler=run_stats)
+
+    apply = subparsers.add_parser("apply", help="apply XLA passes one at a time to an HLO module")
+    apply.add_argument("graph", help="an .hlo file (HLO text) or the name of a suite graph")
+    apply.add_argument("passes", nargs="+", metavar="PASS", help="pass names, applied in order")
+    apply.add_argument("-o", "--output", required=True, help="where to write the resulting module")
+    apply.add_argument("--json", action="store_true", help="print one JSON object")
+    apply.set_defaults(handler=run_apply)
+
+
+def load_module(spec: str) -> HloModule:
+    """An HLO module from a file path, or from the graph suite by name."""
+    looks_like_path = os.sep in spec or spec.endswith((".hlo", ".txt")) or os.path.exists(spec)
+    if looks_like_path:
+        return HloModule.from_file(spec)
+    from xlabench.graphs import resolve_graphs
+
+    graphs = resolve_graphs(spec)
+    if len(graphs) != 1:
+        raise UserInputError(f"{spec}: names {len(graphs)} graphs, expected one .hlo file or graph name")
+    graph = graphs[0]
+    return HloModule.from_text(graph.hlo_text(), source=graph.name)
+
+
+def run_passes(args: argparse.Namespace) -> int:
+    """Print the pass catalogue."""
+    from xlabench.xla.catalogue import load_catalogue
+
+    catalogue = load_catalogue(refresh=args.refresh)
+    if args.json:
+        print(json.dumps(catalogue.to_dict()))
+        return 0
+    print(f"XLA CPU pipeline of jaxlib {catalogue.jaxlib_version}")
+    print(f"{'pass':42} {'class':9} {'runs':>4}  pipeline / note")
+    for info in sorted(catalogue.passes.values(), key=lambda info: info.position):
+        if info.kind == "pipeline":
+            continue
+        where = " > ".join(info.ancestors) or "-"
+        note = f"  [{info.description}]" if info.kind in ("action", "excluded") and info.description else ""
+        print(f"{info.name:42} {info.kind:9} {info.runs:>4}  {where}{note}")
+    kinds = [info.kind for info in catalogue.passes.values()]
+    print(
+        f"{kinds.count('action')} action, {kinds.count('required')} required, "
+        f"{kinds.count('excluded')} excluded passes; {kinds.count('pipeline')} pipelines"
+    )
+    return 0
+
+
+def run_stats(args: argparse.Namespace) -> int:
+    """Print what xlabench measures of one module."""
+    driver = default_driver()
+    module = load_module(args.graph)
+    features = driver.features(module)
+    default = driver.features(driver.run_default_pipeline(module))
+    full_compile_seconds = driver.full_compile_seconds(module)
+    report = {
+        "graph": module.source,
+        "name": module.name,
+        "fingerprint": module.fingerprint,
+        "op_count": features.op_count,
+        "histogram": features.histogram,
+        "cost": features.to_dict()["cost"],
+        "default_op_count": default.op_count,
+        "full_compile_seconds": full_compile_seconds,
+    }
+    if args.json:
+        print(json.dumps(report))
+        return 0
+    print(f"{module.source}: module {module.name}, fingerprint {module.fingerprint[:16]}")
+    print(f"  op count            {features.op_count}")
+    print(f"  default pipeline    {default.op_count} ops (counted before layout assignment)")
+    print(f"  full compile        {full_compile_seconds:.3f} s")
+    cost = features.cost
+    print(
+        f"  cost                {cost.flops:.4g} flops, {cost.transcendentals:.4g} transcendentals, "
+        f"{cost.bytes_accessed:.4g} bytes accessed"
+    )
+    top = sorted(features.histogram.items(), key=lambda item: (-item[1], item[0]))
+    print("  opcodes             " + ", ".join(f"{opcode} {count}" for opcode, count in top))
+    return 0
+
+
+def run_apply(args: argparse.Namespace) -> int:
+    """Apply passes in order, report each step, write the result atomically."""
+    driver = default_driver()
+    output = args.output
+    if os.path.isdir(output):
+        raise UserInputError(f"{output}: is a directory, expected an output file path")
+    for pass_name in args.passes:
+        driver.check_pass(pass_name)
+    module = load_module(args.graph)
+    steps: list[dict[str, Any]] = []
+    failure: CompilerError | None = None
+    current = module
+    for pass_name in args.passes:
+        started = time.perf_counter()
+        try:
+            current = driver.apply_pass(current, pass_name)
+            step = {
+                "pass": pass_name,
+                "op_count": current.op_count,
+                "seconds": time.perf_counter() - started,
+                "error": None,
+            }
+        except CompilerError as error:
+            failure = error
+            step = {
+                "pass": pass_name,
+                "op_count": None,
+                "seconds": time.perf_counter() - started,
+                "error": error.to_dict(),
+            }
+        steps.append(step)
+        if not args.json:
+            result = f"{step['op_count']} ops" if failure is None else f"FAILED: {failure}"
+            print(f"{pass_name:40} {result:>12}  {step['seconds']:.3f} s")
+        if failure is not None:
+            break
+    if failure is None:
+        current.write(output)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "graph": module.source,
+                    "op_count": module.op_count,
+                    "steps": steps,
+                    "output": output if failure is None else None,
+                }
+            )
+        )
+    elif failure is None:
+        print(f"{module.op_count} -> {current.op_count} ops; wrote {output}")
+    if failure is not None:
+        print(f"xlabench: error: {failure}; nothing written to {output}", file=sys.stderr)
+        return 1
+    return 0

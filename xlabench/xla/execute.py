@@ -1,0 +1,131 @@
+"""Executables: compile a module for the CPU, run it on deterministic random inputs, compare, time.
+
+Two ways to compile a module, so that runtime reflects what a pass sequence did:
+- `default`: XLA's full default pipeline (every pass on), as a user's program would be compiled;
+- `required_only`: the module as it stands (e.g. after a sequence), with every action pass disabled
+  and the passes the CPU backend needs left on.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+
+from xlabench.xla.driver import PassDriver, default_driver
+from xlabench.xla.module import HloModule
+
+# (relative, absolute) tolerance per dtype for outputs of two compiles of one program; the absolute
+# part is scaled by the largest magnitude in the expected buffer.
+# Reassociation by a pass changes rounding: low-precision floats get a wide band, integers none.
+TOLERANCES: dict[str, tuple[float, float]] = {
+    "float64": (1e-9, 1e-12),
+    "float32": (2e-3, 1e-4),
+    "float16": (3e-2, 1e-3),
+    "bfloat16": (6e-2, 1e-2),
+    "complex64": (2e-3, 1e-4),
+    "complex128": (1e-9, 1e-12),
+}
+
+
+@dataclass(frozen=True)
+class Execution:
+    """Outputs of one compiled module on one set of inputs, and how long things took."""
+
+    outputs: list[np.ndarray]
+    compile_seconds: float
+    run_seconds: list[float]
+
+    @property
+    def median_run_seconds(self) -> float:
+        """Median wall time of the timed runs (NaN when none were timed)."""
+        return statistics.median(self.run_seconds) if self.run_seconds else float("nan")
+
+
+def _numpy_dtype(name: str) -> np.dtype:
+    return np.dtype(ml_dtypes.bfloat16) if name == "bfloat16" else np.dtype(name)
+
+
+def random_inputs(module: HloModule, seed: int = 0, driver: PassDriver | None = None) -> list[np.ndarray]:
+    """Deterministic inputs for the entry parameters: normal floats, small non-negative integers."""
+    driver = driver or default_driver()
+    specs = driver.call_compiler("parameter_specs", None, module.text, text=module.text)
+    generator = np.random.default_rng(seed)
+    inputs = []
+    for shape, dtype_name in specs:
+        dtype = _numpy_dtype(dtype_name)
+        if dtype == np.bool_:
+            value = generator.random(shape) < 0.5
+        elif np.issubdtype(dtype, np.integer):
+            # Small values keep indices in range and loop bounds short.
+            value = generator.integers(0, 8, size=shape).astype(dtype)
+        elif np.issubdtype(dtype, np.complexfloating):
+            value = (generator.standard_normal(shape) + 1j * generator.standard_normal(shape)).astype(dtype)
+        else:
+            value = generator.standard_normal(shape).astype(np.float32).astype(dtype)
+        inputs.append(np.asarray(value, dtype=dtype))
+    return inputs
+
+
+def execute(
+    module: HloModule,
+    inputs: list[np.ndarray],
+    required_only: bool = False,
+    repeats: int = 0,
+    warmup: int = 0,
+    driver: PassDriver | None = None,
+) -> Execution:
+    """Compile `module` (default pipeline, or required passes only) and run it on `inputs`."""
+    driver = driver or default_driver()
+    disabled = driver.catalogue.disabled_for_required_only() if required_only else []
+    result = driver.call_compiler(
+        "compile_and_run",
+        "@required-passes" if required_only else "@default-pipeline",
+        module.text,
+        text=module.text,
+        disabled_passes=disabled,
+        inputs=inputs,
+        repeats=repeats,
+        warmup=warmup,
+    )
+    return Execution(result["outputs"], result["compile_seconds"], result["run_seconds"])
+
+
+def run_on_random_inputs(module: HloModule, seed: int = 0) -> list[np.ndarray]:
+    """Compile with XLA's default pipeline and run on `random_inputs(module, seed)`."""
+    return execute(module, random_inputs(module, seed)).outputs
+
+
+def compare_outputs(expected: list[np.ndarray], actual: list[np.ndarray]) -> list[str]:
+    """Describe every output buffer that differs (dtype-aware tolerance); empty when all match."""
+    if len(expected) != len(actual):
+        return [f"{len(actual)} outputs, expected {len(expected)}"]
+    problems = []
+    for index, (want, got) in enumerate(zip(expected, actual, strict=True)):
+        if want.shape != got.shape or want.dtype != got.dtype:
+            problems.append(
+                f"output {index}: {got.dtype}{list(got.shape)}, expected {want.dtype}{list(want.shape)}"
+            )
+            continue
+        name = want.dtype.name
+        if name not in TOLERANCES:
+            if not np.array_equal(want, got):
+                problems.append(f"output {index} ({name}): {int(np.sum(want != got))} elements differ")
+            continue
+        relative, absolute = TOLERANCES[name]
+        want64, got64 = (
+            want.astype(np.complex128 if "complex" in name else np.float64),
+            got.astype(np.complex128 if "complex" in name else np.float64),
+        )
+        finite = np.isfinite(want64)
+        scale = float(np.max(np.abs(want64[finite]))) if finite.any() else 1.0
+        close = np.isclose(got64, want64, rtol=relative, atol=absolute * max(1.0, scale), equal_nan=True)
+        if not close.all():
+            worst = float(np.max(np.abs(got64 - want64)[~close])) if (~close).any() else 0.0
+            problems.append(
+                f"output {index} ({name}{list(want.shape)}): {int((~close).sum())} of {want.size} elements "
+                f"differ, largest difference {worst:.3g}"
+            )
+    return problems
