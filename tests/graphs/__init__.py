@@ -1,0 +1,1 @@
+"""Tests of the benchmark graph suite (xlabench.graphs and xlabench.models)."""

@@ -1,0 +1,37 @@
+"""Fixtures shared by the graph-suite tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from xlabench.graphs import Graph, resolve_graphs, storage
+from xlabench.graphs.suite import GraphSpec, suite
+
+
+@pytest.fixture(scope="session")
+def suite_specs() -> list[GraphSpec]:
+    """The suite definition (what `graphs build` would produce)."""
+    return suite()
+
+
+@pytest.fixture(scope="session")
+def stored_graphs() -> list[Graph]:
+    """Every graph stored in the package."""
+    return resolve_graphs("all")
+
+
+@pytest.fixture(scope="session")
+def stored_manifest() -> dict[str, Any]:
+    """The package's raw manifest."""
+    return storage.read_manifest(storage.DATA_DIR)
+
+
+@pytest.fixture(scope="session")
+def small_graphs(stored_graphs: list[Graph]) -> list[Graph]:
+    """Two small stored graphs of different families, for tests that rebuild or copy graphs."""
+    by_size = sorted(stored_graphs, key=lambda g: (g.instruction_count, g.name))
+    first = by_size[0]
+    second = next(g for g in by_size if g.family != first.family)
+    return [first, second]

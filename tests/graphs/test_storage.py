@@ -1,0 +1,55 @@
+"""Stored graph files match their manifest and are written reproducibly and atomically."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from xlabench.graphs import Graph, storage
+
+MAX_STORED_BYTES = 50 * 2**20
+
+
+def test_every_manifest_hash_matches_its_file(stored_graphs: list[Graph]) -> None:
+    mismatched = [g.name for g in stored_graphs if storage.text_sha256(g.hlo_text()) != g.sha256]
+    assert mismatched == []
+
+
+def test_manifest_lists_exactly_the_stored_files(stored_manifest: dict[str, Any]) -> None:
+    listed = {entry["file"] for entry in stored_manifest["graphs"]}
+    on_disk = {path.name for path in storage.DATA_DIR.glob("*" + storage.GRAPH_SUFFIX)}
+    assert listed == on_disk
+
+
+def test_manifest_records_the_lowering_jax_version(stored_manifest: dict[str, Any]) -> None:
+    versions = {entry["jax_version"] for entry in stored_manifest["graphs"]}
+    assert len(versions) == 1
+    assert versions.pop().count(".") == 2
+
+
+def test_stored_suite_is_under_50_mib() -> None:
+    total = sum(path.stat().st_size for path in storage.DATA_DIR.iterdir() if path.is_file())
+    assert total < MAX_STORED_BYTES
+
+
+def test_compression_is_reproducible() -> None:
+    text = "HloModule m\n\nENTRY e {\n  ROOT c = f32[] constant(1)\n}\n"
+    assert storage.compress_hlo(text) == storage.compress_hlo(text)
+    assert gzip.decompress(storage.compress_hlo(text)).decode() == text
+
+
+def test_interrupted_write_keeps_the_old_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "graph.hlo.gz"
+    storage.write_atomically(target, b"old")
+
+    def fail_replace(source: str, destination: str) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(storage.os, "replace", fail_replace)
+    with pytest.raises(KeyboardInterrupt):
+        storage.write_atomically(target, b"new")
+    assert target.read_bytes() == b"old"
+    assert [path.name for path in tmp_path.iterdir()] == ["graph.hlo.gz"]

@@ -1,0 +1,79 @@
+"""The suite definition and the stored manifest describe the same, well-formed benchmark."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+from xlabench.graphs import Graph
+from xlabench.graphs.suite import SPLITS, UNSEEN_FAMILIES, GraphSpec, graph_name, split_of
+
+
+def _config_key(config: dict[str, Any]) -> str:
+    return json.dumps(config, sort_keys=True)
+
+
+def test_suite_meets_issue_targets(suite_specs: list[GraphSpec]) -> None:
+    families = Counter(spec.family for spec in suite_specs)
+    assert len(suite_specs) >= 150
+    assert len(families) >= 8
+    assert set(Counter(spec.split for spec in suite_specs)) == set(SPLITS)
+
+
+def test_names_and_configs_are_unique(suite_specs: list[GraphSpec]) -> None:
+    names = Counter(spec.name for spec in suite_specs)
+    configs = Counter((spec.family, _config_key(spec.config)) for spec in suite_specs)
+    assert [name for name, count in names.items() if count > 1] == []
+    assert [config for config, count in configs.items() if count > 1] == []
+
+
+def test_splits_do_not_overlap(suite_specs: list[GraphSpec]) -> None:
+    by_split: dict[str, set[tuple[str, str]]] = {split: set() for split in SPLITS}
+    for spec in suite_specs:
+        by_split[spec.split].add((spec.family, _config_key(spec.config)))
+    assert all(by_split.values()), "every split must be non-empty"
+    assert not by_split["train"] & by_split["test"]
+    assert not by_split["train"] & by_split["unseen"]
+    assert not by_split["test"] & by_split["unseen"]
+
+
+def test_unseen_families_are_whole(suite_specs: list[GraphSpec]) -> None:
+    splits_per_family: dict[str, set[str]] = {}
+    for spec in suite_specs:
+        splits_per_family.setdefault(spec.family, set()).add(spec.split)
+    for family, splits in splits_per_family.items():
+        if family in UNSEEN_FAMILIES:
+            assert splits == {"unseen"}, family
+        else:
+            # Each trained family contributes both training and held-out test configs.
+            assert splits == {"train", "test"}, family
+
+
+def test_split_depends_only_on_name() -> None:
+    assert split_of("vit", "anything") == "unseen"
+    assert split_of("gpt2", "gpt2-l1-d64-h2-s32-b2-f32") == split_of("gpt2", "gpt2-l1-d64-h2-s32-b2-f32")
+    buckets = Counter(split_of("gpt2", f"gpt2-probe-{i}") for i in range(2000))
+    assert 0.2 < buckets["test"] / 2000 < 0.3
+
+
+def test_graph_name_spells_config() -> None:
+    config = {"layers": 2, "width": 128, "heads": 4, "seq": 64, "batch": 2, "vocab": 512, "dtype": "bf16"}
+    assert graph_name("gpt2", config) == "gpt2-l2-d128-h4-s64-b2-bf16"
+
+
+def test_stored_manifest_matches_suite_definition(
+    suite_specs: list[GraphSpec], stored_graphs: list[Graph]
+) -> None:
+    # A mismatch means the suite code changed without `xlabench graphs build` being rerun.
+    defined = {spec.name: (spec.family, spec.split, _config_key(spec.config)) for spec in suite_specs}
+    stored = {g.name: (g.family, g.split, _config_key(g.config)) for g in stored_graphs}
+    assert stored == defined
+
+
+def test_stored_sizes_span_the_target_range(stored_graphs: list[Graph]) -> None:
+    sizes = [g.instruction_count for g in stored_graphs]
+    assert min(sizes) <= 150
+    assert 4000 <= max(sizes) <= 6000
+    dtypes = {g.config["dtype"] for g in stored_graphs}
+    assert dtypes == {"f32", "bf16"}
