@@ -102,12 +102,6 @@ def to_text(module: Any) -> str:
     return module.to_string(_print_options())
 
 
-def fingerprint(module: Any) -> str:
-    """Return a sha256 of XLA's fingerprint print: names and metadata do not matter."""
-    text = module.to_string(xla_client.hlo.HloPrintOptions.fingerprint())
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 def entry_computation_name(text: str) -> str:
     """Return the name of the ENTRY computation of module text."""
     match = re.search(r"^ENTRY %?([\w.\-]+)", text, re.MULTILINE)
@@ -281,8 +275,155 @@ def describe(text: str) -> dict[str, Any]:
         raise
     except Exception as error:
         raise CompilerFailure(f"XLA cannot import the module: {_first_line(error)}") from None
-    canonical = to_text(module)
-    return {"name": module.name, "text": canonical, "fingerprint": fingerprint(module)}
+    canonical = normalize_computations(to_text(module))
+    return {"name": module.name, "text": canonical, "fingerprint": structural_fingerprint(canonical)}
+
+
+_COMPUTATION_HEADER = re.compile(r"^(ENTRY )?%?([\w.\-]+) \(")
+_IDENTIFIER = re.compile(r"%([\w.\-]+)")
+_INSTRUCTION = re.compile(r"^\s*(ROOT\s+)?%([\w.\-]+)\s*=\s*(.*)$")
+
+
+def _split_computations(text: str) -> tuple[list[str], list[list[str]]] | None:
+    """Header lines and computation blocks (header line ... closing brace) of printed module text."""
+    header: list[str] = []
+    blocks: list[list[str]] = []
+    current: list[str] | None = None
+    for line in text.splitlines():
+        if current is None:
+            if _COMPUTATION_HEADER.match(line):
+                current = [line]
+            elif not blocks:
+                header.append(line)
+            continue
+        current.append(line)
+        if line.startswith("}"):
+            blocks.append(current)
+            current = None
+    if current is not None or not blocks:
+        return None
+    return header, blocks
+
+
+def _computation_hashes(blocks: list[list[str]]) -> dict[str, str]:
+    """Merkle hash of each computation: names and instruction order do not matter, structure does.
+
+    An instruction's hash covers its own text with every %reference replaced by the hash of what it
+    refers to (operand, control predecessor, called computation); a computation's hash covers the
+    sorted hashes of its instructions and which one is ROOT.
+    """
+    by_name = {_COMPUTATION_HEADER.match(block[0]).group(2): block for block in blocks}
+    hashes: dict[str, str] = {}
+
+    def computation_hash(name: str, visiting: frozenset[str]) -> str:
+        if name in hashes:
+            return hashes[name]
+        if name in visiting:
+            return "cycle"
+        instructions: dict[str, tuple[bool, str]] = {}
+        for line in by_name[name][1:]:
+            match = _INSTRUCTION.match(line)
+            if match:
+                instructions[match.group(2)] = (bool(match.group(1)), match.group(3))
+        memo: dict[str, str] = {}
+
+        def instruction_hash(instruction: str, depth: int = 0) -> str:
+            if instruction in memo:
+                return memo[instruction]
+            memo[instruction] = "pending"  # guards against malformed self-references
+
+            def reference(found: re.Match[str]) -> str:
+                target = found.group(1)
+                if target in instructions:
+                    return "%" + instruction_hash(target, depth + 1)
+                if target in by_name:
+                    return "%" + computation_hash(target, visiting | {name})
+                return "%"
+
+            body = _IDENTIFIER.sub(reference, instructions[instruction][1])
+            memo[instruction] = hashlib.sha256(body.encode()).hexdigest()[:32]
+            return memo[instruction]
+
+        parts = sorted(
+            ("ROOT " if is_root else "") + instruction_hash(instruction)
+            for instruction, (is_root, _) in instructions.items()
+        )
+        hashes[name] = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
+        return hashes[name]
+
+    for name in by_name:
+        computation_hash(name, frozenset())
+    return hashes
+
+
+def structural_fingerprint(text: str) -> str:
+    """sha256 of the module's structure: entry computation (and all it calls) plus entry layout."""
+    import sys
+
+    split = _split_computations(text)
+    if split is None:
+        return hashlib.sha256(text.encode()).hexdigest()
+    header, blocks = split
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 100_000))  # deep dataflow chains recurse deeply
+    try:
+        hashes = _computation_hashes(blocks)
+    finally:
+        sys.setrecursionlimit(limit)
+    entry = next(_COMPUTATION_HEADER.match(b[0]).group(2) for b in blocks if b[0].startswith("ENTRY"))
+    layout = re.sub(r"^HloModule [^,\s]+", "HloModule", header[0]) if header else ""
+    return hashlib.sha256(f"{layout}\n{hashes[entry]}".encode()).hexdigest()
+
+
+def normalize_computations(text: str) -> str:
+    """Give computations short stable names and a deterministic callee-first order.
+
+    Every StableHLO round trip appends ".1" to computation names and reorders independent
+    computations; this keeps module text from drifting as it goes through many passes.
+    """
+    import sys
+
+    split = _split_computations(text)
+    if split is None:
+        return text  # not the layout XLA prints: leave it to the parser to complain
+    header, blocks = split
+    names = [_COMPUTATION_HEADER.match(block[0]).group(2) for block in blocks]
+    entry = next(i for i, block in enumerate(blocks) if block[0].startswith("ENTRY"))
+    known = set(names)
+    callees = [{name for line in block[1:] for name in _callees(line) if name in known} for block in blocks]
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 100_000))
+    try:
+        keys = _computation_hashes(blocks)
+    finally:
+        sys.setrecursionlimit(limit)
+    # Kahn's algorithm: callees first, ties broken by structure (then old name), ENTRY last.
+    placed: list[int] = []
+    done: set[str] = set()
+    pending = [i for i in range(len(blocks)) if i != entry]
+    while pending:
+        ready = [i for i in pending if callees[i] <= done]
+        if not ready:
+            return text  # a cycle cannot be printed by XLA; keep the text as it is
+        chosen = min(ready, key=lambda i: (keys[names[i]], names[i]))
+        placed.append(chosen)
+        done.add(names[chosen])
+        pending.remove(chosen)
+    placed.append(entry)
+    renames = {}
+    for position, index in enumerate(placed):
+        base = re.sub(r"(?:\.\d+)+$", "", names[index])
+        base = re.sub(r"_c\d+$", "", base) or "computation"
+        renames[names[index]] = f"{base}_c{position}"
+
+    def rename(match: re.Match[str]) -> str:
+        return "%" + renames.get(match.group(1), match.group(1))
+
+    out = list(header)
+    for index in placed:
+        out.extend(_IDENTIFIER.sub(rename, line) for line in blocks[index])
+        out.append("")
+    return "\n".join(out)
 
 
 def run_pass(text: str, pass_name: str, disabled_passes: list[str]) -> dict[str, Any]:

@@ -54,7 +54,7 @@ class PassDriver:
         timeout: float = compiler_pool.DEFAULT_TIMEOUT_SECONDS,
     ) -> None:
         self.pool = pool or compiler_pool.default_pool()
-        self.cache = (cache or TransitionCache()) if use_cache else None
+        self.cache = (cache if cache is not None else TransitionCache()) if use_cache else None
         self.crash_directory = (
             crash_directory
             or os.environ.get("XLABENCH_CRASH_DIR")

@@ -1,0 +1,38 @@
+"""Fixtures for the driver tests: small real HLO modules and a driver on a private cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from xlabench.xla import HloModule, PassDriver
+from xlabench.xla.cache import TransitionCache
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture(scope="session")
+def redundant_module() -> HloModule:
+    """Hand-written module with log(exp(y)), negate(negate(y)) and a duplicated multiply."""
+    return HloModule.from_file(DATA / "redundant.hlo")
+
+
+@pytest.fixture(scope="session")
+def mixed_module() -> HloModule:
+    """JAX-lowered module with a while loop, a scan, a conditional, gather, scatter, a bf16 convolution."""
+    return HloModule.from_file(DATA / "mixed.hlo")
+
+
+@pytest.fixture
+def fresh_driver(tmp_path: Path) -> PassDriver:
+    """A driver with its own empty transition cache and crash directory."""
+    return PassDriver(
+        cache=TransitionCache(str(tmp_path / "transitions.sqlite")), crash_directory=str(tmp_path / "crashes")
+    )
+
+
+@pytest.fixture
+def uncached_driver(tmp_path: Path) -> PassDriver:
+    """A driver that runs the compiler for every call."""
+    return PassDriver(use_cache=False, crash_directory=str(tmp_path / "crashes"))

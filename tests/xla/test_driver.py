@@ -1,0 +1,128 @@
+"""apply_pass and the default pipeline, run by the real XLA CPU compiler in jaxlib."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from xlabench.errors import CompilerError, UnknownPassError, UserInputError
+from xlabench.xla import HloModule, PassDriver
+from xlabench.xla.pool import CompilerPool
+
+
+def test_algsimp_simplifies_what_xla_simplifies(fresh_driver, redundant_module):
+    assert redundant_module.op_count == 9
+    after = fresh_driver.apply_pass(redundant_module, "algsimp")
+    histogram = fresh_driver.features(after).histogram
+    # log(exp(y)) -> y and negate(negate(y)) -> y; the duplicated multiply is left for CSE.
+    assert "log" not in histogram and "exponential" not in histogram and "negate" not in histogram
+    assert histogram["multiply"] == 2
+    assert fresh_driver.features(after).op_count == 5
+
+
+def test_cse_merges_the_duplicate_and_order_matters(fresh_driver, redundant_module):
+    cse_first = fresh_driver.apply_pass(redundant_module, "cse")
+    assert fresh_driver.features(cse_first).histogram["multiply"] == 1
+    both = fresh_driver.apply_pass(fresh_driver.apply_pass(redundant_module, "algsimp"), "cse")
+    assert fresh_driver.features(both).op_count == 4
+    assert fresh_driver.features(cse_first).op_count > fresh_driver.features(both).op_count
+
+
+def test_pass_output_is_accepted_again_in_any_order(fresh_driver, mixed_module):
+    actions = fresh_driver.catalogue.action_passes()
+    module = mixed_module
+    for pass_name in [*actions, *reversed(actions), "algsimp", "algsimp"]:
+        module = fresh_driver.apply_pass(module, pass_name)
+        reloaded = fresh_driver.load(module.text)
+        assert reloaded.fingerprint == module.fingerprint
+    assert module.text.startswith("HloModule")
+
+
+def test_same_module_and_sequence_give_the_same_fingerprint(uncached_driver, mixed_module):
+    sequence = ["call-inliner", "algsimp", "while-loop-invariant-code-motion", "cse", "simplify-while-loops"]
+    runs = []
+    for _ in range(2):
+        steps = uncached_driver.apply_passes(mixed_module, sequence)
+        assert all(step.error is None for step in steps)
+        runs.append([step.module.fingerprint for step in steps])
+    assert runs[0] == runs[1]
+
+
+def test_default_pipeline_and_required_passes_count_at_the_same_point(fresh_driver, mixed_module):
+    default = fresh_driver.run_default_pipeline(mixed_module)
+    required = fresh_driver.run_required_passes(mixed_module)
+    assert fresh_driver.features(default).op_count < fresh_driver.features(required).op_count
+    # Required passes are idempotent at the counting point: running them again changes nothing.
+    assert fresh_driver.run_required_passes(required).fingerprint == required.fingerprint
+    # Neither has been through layout assignment: no layout-changing copies were inserted.
+    assert "copy" not in fresh_driver.features(default).histogram
+
+
+def test_unknown_pass_and_pipeline_names_are_rejected(fresh_driver, redundant_module):
+    with pytest.raises(UnknownPassError, match="did you mean algsimp"):
+        fresh_driver.apply_pass(redundant_module, "algsimpp")
+    with pytest.raises(UnknownPassError, match="pipeline"):
+        fresh_driver.apply_pass(redundant_module, "simplification")
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [("", "empty file"), ("HloModule m\n\nENTRY e {\n  ROOT x = f32[] nonsense()\n}\n", "line 4")],
+)
+def test_malformed_text_raises_user_input_error(tmp_path, content, message):
+    path = tmp_path / "bad.hlo"
+    path.write_text(content)
+    with pytest.raises(UserInputError, match=message):
+        HloModule.from_file(path)
+
+
+def test_bad_paths_raise_user_input_error(tmp_path):
+    with pytest.raises(UserInputError, match="is a directory"):
+        HloModule.from_file(tmp_path)
+    with pytest.raises(UserInputError, match="no such file"):
+        HloModule.from_file(tmp_path / "missing.hlo")
+
+
+def test_a_compiler_crash_is_isolated_reported_and_reproducible(tmp_path, mixed_module):
+    driver = PassDriver(pool=CompilerPool(1), use_cache=False, crash_directory=str(tmp_path))
+    # Compiling without gather_simplifier makes XLA's CPU emitter CHECK-fail on the gather: a real abort.
+    with pytest.raises(CompilerError) as raised:
+        driver.call_compiler(
+            "compile_and_run",
+            "gather_simplifier",
+            mixed_module.text,
+            text=mixed_module.text,
+            disabled_passes=["gather_simplifier"],
+            inputs=[],
+            repeats=0,
+            warmup=0,
+        )
+    error = raised.value
+    assert error.kind == "crash"
+    assert "Check failed" in error.stderr_tail
+    assert os.path.isfile(os.path.join(error.reproducer, "module.hlo"))
+    with open(os.path.join(error.reproducer, "error.json")) as handle:
+        assert json.load(handle)["pass"] == "gather_simplifier"
+    assert driver.pool.crashes == 1
+    # The caller goes on: the next call gets a fresh worker.
+    assert driver.apply_pass(mixed_module, "algsimp").op_count > 0
+
+
+def test_a_hang_becomes_a_timeout_and_the_worker_is_replaced(tmp_path, mixed_module):
+    driver = PassDriver(pool=CompilerPool(1), use_cache=False, crash_directory=str(tmp_path), timeout=0.01)
+    with pytest.raises(CompilerError) as raised:
+        driver.full_compile_seconds(mixed_module)
+    assert raised.value.kind == "timeout"
+    assert os.path.isdir(raised.value.reproducer)
+    driver.timeout = 300
+    assert driver.full_compile_seconds(mixed_module) > 0
+    assert driver.pool.timeouts == 1
+
+
+def test_transition_cache_serves_repeated_applications(fresh_driver, mixed_module):
+    first = fresh_driver.apply_pass(mixed_module, "cse")
+    assert len(fresh_driver.cache) == 1
+    second = fresh_driver.apply_pass(mixed_module, "cse")
+    assert second.text == first.text and len(fresh_driver.cache) == 1
