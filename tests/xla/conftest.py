@@ -13,6 +13,12 @@ DATA = Path(__file__).parent / "data"
 
 
 @pytest.fixture(scope="session")
+def data_directory() -> Path:
+    """The directory of the small HLO files used by these tests."""
+    return DATA
+
+
+@pytest.fixture(scope="session")
 def redundant_module() -> HloModule:
     """Hand-written module with log(exp(y)), negate(negate(y)) and a duplicated multiply."""
     return HloModule.from_file(DATA / "redundant.hlo")

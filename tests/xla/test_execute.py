@@ -1,0 +1,65 @@
+"""Executables: deterministic inputs, every output buffer compared, sequences keep numerics."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from xlabench.xla import default_driver
+from xlabench.xla.execute import compare_outputs, execute, random_inputs
+
+
+def test_random_inputs_are_deterministic_and_typed(mixed_module):
+    first, again = random_inputs(mixed_module, seed=3), random_inputs(mixed_module, seed=3)
+    assert [a.dtype for a in first] == [np.float32, np.int32, np.float32, np.float32]
+    assert all(np.array_equal(a, b) for a, b in zip(first, again, strict=True))
+    assert not np.array_equal(first[0], random_inputs(mixed_module, seed=4)[0])
+
+
+def test_required_only_compile_of_an_optimized_module_matches_the_default(mixed_module):
+    driver = default_driver()
+    inputs = random_inputs(mixed_module)
+    expected = execute(mixed_module, inputs).outputs
+    optimized = mixed_module
+    for pass_name in ["call-inliner", "algsimp", "simplify-while-loops", "cse", "constant_folding", "dce"]:
+        optimized = driver.apply_pass(optimized, pass_name)
+    timed = execute(optimized, inputs, required_only=True, repeats=3, warmup=1)
+    assert compare_outputs(expected, timed.outputs) == []
+    assert len(timed.run_seconds) == 3 and timed.median_run_seconds > 0
+    assert any(output.dtype == np.float32 for output in timed.outputs)
+
+
+def test_compare_outputs_finds_a_changed_element_and_a_wrong_dtype():
+    expected = [np.arange(6, dtype=np.float32), np.ones(3, dtype=ml_dtypes.bfloat16), np.arange(3)]
+    assert compare_outputs(expected, [array.copy() for array in expected]) == []
+    changed = [array.copy() for array in expected]
+    changed[0][4] += 0.5
+    problems = compare_outputs(expected, changed)
+    assert len(problems) == 1 and "output 0" in problems[0]
+    retyped = [expected[0].astype(np.float64), expected[1], expected[2]]
+    assert "expected float32" in compare_outputs(expected, retyped)[0]
+    # bf16 tolerates bf16 rounding, integers tolerate nothing.
+    assert compare_outputs(expected, [expected[0], expected[1] * ml_dtypes.bfloat16(1.01), expected[2]]) == []
+    assert compare_outputs(expected, [expected[0], expected[1], expected[2] + 1]) != []
+
+
+@pytest.fixture(scope="module")
+def mixed_reference(mixed_module):
+    inputs = random_inputs(mixed_module, seed=1)
+    return inputs, execute(mixed_module, inputs).outputs
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_sequence_of_action_passes_preserves_every_output(data, mixed_module, mixed_reference):
+    driver = default_driver()
+    sequence = data.draw(st.lists(st.sampled_from(driver.catalogue.action_passes()), min_size=1, max_size=8))
+    module = mixed_module
+    for step in driver.apply_passes(module, sequence, stop_on_error=False):
+        assert step.error is None, step.error
+        module = step.module
+    inputs, expected = mixed_reference
+    assert compare_outputs(expected, execute(module, inputs, required_only=True).outputs) == []
