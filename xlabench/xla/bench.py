@@ -24,9 +24,19 @@ from xlabench.xla.execute import compare_outputs, execute, random_inputs
 from xlabench.xla.module import HloModule
 from xlabench.xla.pool import CompilerPool
 
-# The families the fuzz run draws from by default: gather/scatter training steps, while loops
-# from lax.scan, conditionals, convolutions, bf16.
-FUZZ_GRAPH_HINTS = ("gpt2", "mixture", "recurrent", "control", "resnet", "bf16", "gnn", "bert")
+# (family, name fragment) the fuzz run draws from by default: gather/scatter training steps (GPT-2,
+# MoE, GNN), while loops from lax.scan (recurrent), conditionals and while loops (control_flow),
+# convolutions (ResNet), bf16, an encoder-decoder.
+FUZZ_GRAPH_CHOICES = (
+    ("gpt2", "bf16"),
+    ("moe", ""),
+    ("gnn", ""),
+    ("recurrent", ""),
+    ("control_flow", ""),
+    ("resnet", ""),
+    ("bert", "f32"),
+    ("t5", ""),
+)
 
 
 def register(bench_subparsers: Any) -> None:
@@ -54,9 +64,7 @@ def register(bench_subparsers: Any) -> None:
 def _default_benchmark_module() -> HloModule:
     from xlabench.graphs import resolve_graphs
 
-    candidates = [graph for graph in resolve_graphs("gpt2") if "train" in graph.name]
-    if not candidates:
-        raise UserInputError("the graph suite has no GPT-2 training graph; pass an .hlo file")
+    candidates = resolve_graphs("gpt2")  # every GPT-2 graph of the suite is a training step
     graph = min(candidates, key=lambda graph: abs(graph.instruction_count - 1000))
     return HloModule.from_text(graph.hlo_text(), source=graph.name)
 
@@ -138,9 +146,9 @@ def _fuzz_modules(specs: list[str]) -> list[HloModule]:
     graphs = [graph for spec in specs for graph in resolve_graphs(spec)] if specs else []
     if not specs:
         everything = resolve_graphs("all")
-        for hint in FUZZ_GRAPH_HINTS:
+        for family, fragment in FUZZ_GRAPH_CHOICES:
             matching = sorted(
-                (g for g in everything if hint in g.name or hint in g.family),
+                (g for g in everything if g.family == family and fragment in g.name),
                 key=lambda g: g.instruction_count,
             )
             small = [g for g in matching if 100 <= g.instruction_count <= 1500] or matching
