@@ -65,6 +65,17 @@ def test_unknown_pass_and_pipeline_names_are_rejected(fresh_driver, redundant_mo
         fresh_driver.apply_pass(redundant_module, "algsimpp")
     with pytest.raises(UnknownPassError, match="pipeline"):
         fresh_driver.apply_pass(redundant_module, "simplification")
+    with pytest.raises(UnknownPassError, match="copy-insertion"):
+        fresh_driver.apply_pass(redundant_module, "copy-insertion")
+
+
+def test_a_required_pass_can_be_applied_alone(fresh_driver, mixed_module):
+    # Required passes are applicable too: the CPU backend has no bf16 convolution, so
+    # float-normalization-bf16 wraps it in f32 with one more convert.
+    after = fresh_driver.apply_pass(mixed_module, "float-normalization-bf16")
+    before_converts = fresh_driver.features(mixed_module).histogram["convert"]
+    assert fresh_driver.features(after).histogram["convert"] == before_converts + 1
+    assert fresh_driver.load(after.text).fingerprint == after.fingerprint
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,7 @@ from typing import Any
 from xlabench.errors import CompilerError, UnknownPassError, UserInputError
 from xlabench.xla import pool as compiler_pool
 from xlabench.xla.cache import TransitionCache, cache_directory, write_atomically
-from xlabench.xla.catalogue import COUNTING_POINT_PASS, PassCatalogue, load_catalogue
+from xlabench.xla.catalogue import COUNTING_POINT_PASS, STOP_PASS, PassCatalogue, load_catalogue
 from xlabench.xla.features import Features
 from xlabench.xla.module import HloModule
 
@@ -97,10 +97,15 @@ class PassDriver:
     def check_pass(self, pass_name: str) -> None:
         """Raise UnknownPassError unless `pass_name` can be applied alone."""
         info = self.catalogue.get(pass_name)
-        if info is not None and info.kind != "pipeline":
-            return
-        if info is not None:
+        if info is not None and info.kind == "pipeline":
             raise UnknownPassError(f"{pass_name}: is a pass pipeline, not a single pass")
+        if info is not None:
+            stop = self.catalogue.passes[STOP_PASS]
+            if info.position >= stop.position:
+                raise UnknownPassError(
+                    f"{pass_name}: first runs at or after {STOP_PASS}, where a single-pass compile stops"
+                )
+            return
         close = difflib.get_close_matches(pass_name, self.catalogue.names(), n=3)
         hint = f" (did you mean {', '.join(close)}?)" if close else " (see `xlabench passes`)"
         raise UnknownPassError(f"{pass_name}: unknown pass for jaxlib {self.jaxlib_version}{hint}")
@@ -108,20 +113,12 @@ class PassDriver:
     def apply_pass(self, module: HloModule, pass_name: str) -> HloModule:
         """The module exactly as it stands after one run of the XLA pass `pass_name`."""
         self.check_pass(pass_name)
-        record = self._cached_or_run(
+        return self._transition(
             module,
             pass_name,
-            lambda: self.call_compiler(
-                "run_pass",
-                pass_name,
-                module.text,
-                text=module.text,
-                pass_name=pass_name,
-                disabled_passes=self.catalogue.disabled_for_single_pass(pass_name),
-            ),
-        )
-        return HloModule(
-            record["text"], record["name"], record["fingerprint"], f"{module.source} | {pass_name}"
+            "run_pass",
+            pass_name=pass_name,
+            disabled_passes=self.catalogue.disabled_for_single_pass(pass_name),
         )
 
     def apply_passes(
@@ -158,18 +155,19 @@ class PassDriver:
         return float(self.call_compiler("full_compile_seconds", None, module.text, text=module.text))
 
     def _run_to_counting_point(self, module: HloModule, key: str, disabled: list[str]) -> HloModule:
-        record = self._cached_or_run(
+        return self._transition(
             module,
             key,
-            lambda: self.call_compiler(
-                "run_pipeline_to_point",
-                key,
-                module.text,
-                text=module.text,
-                disabled_passes=disabled,
-                point_pass=COUNTING_POINT_PASS,
-                sibling_passes=self.catalogue.counting_point_siblings(),
-            ),
+            "run_pipeline_to_point",
+            disabled_passes=disabled,
+            point_pass=COUNTING_POINT_PASS,
+            sibling_passes=self.catalogue.counting_point_siblings(),
+        )
+
+    def _transition(self, module: HloModule, key: str, function: str, **arguments: Any) -> HloModule:
+        """The module after compiler function `function` (cached under `key`)."""
+        record = self._cached_or_run(
+            module, key, lambda: self.call_compiler(function, key, module.text, text=module.text, **arguments)
         )
         return HloModule(record["text"], record["name"], record["fingerprint"], f"{module.source} | {key}")
 
