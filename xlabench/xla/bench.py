@@ -12,6 +12,7 @@ import collections
 import json
 import random
 import statistics
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -126,11 +127,14 @@ class FuzzTally:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def record(self, pass_name: str, outcome: str, detail: str = "") -> None:
-        """Count one application."""
+        """Count one application (and say how far the run is, every 250)."""
         with self.lock:
             self.outcomes[pass_name][outcome] += 1
             if detail and len(self.errors[pass_name]) < 5 and detail not in self.errors[pass_name]:
                 self.errors[pass_name].append(detail)
+            done = sum(sum(counter.values()) for counter in self.outcomes.values())
+            if done % 250 == 0:
+                print(f"fuzz: {done} applications, {dict(self.totals())}", file=sys.stderr, flush=True)
 
     def totals(self) -> collections.Counter[str]:
         """Outcome counts over every pass."""
