@@ -38,6 +38,15 @@ def test_splits_do_not_overlap(suite_specs: list[GraphSpec]) -> None:
     assert not by_split["test"] & by_split["unseen"]
 
 
+def test_test_configs_differ_from_train_beyond_dtype(suite_specs: list[GraphSpec]) -> None:
+    # A test graph that is a train graph in another dtype would not be held out in any useful sense.
+    def shape_key(spec: GraphSpec) -> tuple[str, str]:
+        return spec.family, _config_key({k: v for k, v in spec.config.items() if k != "dtype"})
+
+    train = {shape_key(spec) for spec in suite_specs if spec.split == "train"}
+    assert [spec.name for spec in suite_specs if spec.split == "test" and shape_key(spec) in train] == []
+
+
 def test_unseen_families_are_whole(suite_specs: list[GraphSpec]) -> None:
     splits_per_family: dict[str, set[str]] = {}
     for spec in suite_specs:
