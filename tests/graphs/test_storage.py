@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import gzip
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from xlabench.graphs import Graph, storage
 
@@ -39,17 +36,3 @@ def test_compression_is_reproducible() -> None:
     text = "HloModule m\n\nENTRY e {\n  ROOT c = f32[] constant(1)\n}\n"
     assert storage.compress_hlo(text) == storage.compress_hlo(text)
     assert gzip.decompress(storage.compress_hlo(text)).decode() == text
-
-
-def test_interrupted_write_keeps_the_old_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    target = tmp_path / "graph.hlo.gz"
-    storage.write_atomically(target, b"old")
-
-    def fail_replace(source: str, destination: str) -> None:
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(storage.os, "replace", fail_replace)
-    with pytest.raises(KeyboardInterrupt):
-        storage.write_atomically(target, b"new")
-    assert target.read_bytes() == b"old"
-    assert [path.name for path in tmp_path.iterdir()] == ["graph.hlo.gz"]

@@ -5,9 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import sqlite3
 
-import pytest
-
-from xlabench.xla.cache import TransitionCache, write_atomically
+from xlabench.xla.cache import TransitionCache
 
 
 def _write_many(path: str, writer: int, count: int) -> None:
@@ -43,17 +41,3 @@ def test_a_damaged_record_reads_as_missing(tmp_path):
     with sqlite3.connect(path) as connection:
         connection.execute("UPDATE transitions SET record = x'00ff'")
     assert TransitionCache(path).get("v", "f", "p") is None
-
-
-def test_an_interrupted_atomic_write_leaves_the_old_file_and_no_debris(tmp_path, monkeypatch):
-    target = tmp_path / "out.hlo"
-    target.write_text("old")
-
-    def interrupted(descriptor: int) -> None:
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr("os.fsync", interrupted)
-    with pytest.raises(KeyboardInterrupt):
-        write_atomically(str(target), b"new")
-    assert target.read_text() == "old"
-    assert [path.name for path in tmp_path.iterdir()] == ["out.hlo"]

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from xlabench.files import write_atomically
 from xlabench.graphs import storage
 from xlabench.graphs.suite import GraphSpec, suite
 from xlabench.xla.module import HloModule
@@ -129,7 +130,7 @@ def build(specs: Iterable[GraphSpec], directory: Path = storage.DATA_DIR, jobs: 
     for spec, (text, jax_version) in zip(specs, lowered, strict=True):
         # Counting parses the text with XLA (in xlabench.xla's own worker), which also validates it.
         op_count = HloModule.from_text(text, source=spec.name).op_count
-        storage.write_atomically(directory / (spec.name + storage.GRAPH_SUFFIX), storage.compress_hlo(text))
+        write_atomically(directory / (spec.name + storage.GRAPH_SUFFIX), storage.compress_hlo(text))
         entries[spec.name] = _entry(spec, text, op_count, jax_version)
     storage.write_manifest(directory, list(entries.values()))
 

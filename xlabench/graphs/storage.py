@@ -10,12 +10,11 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from xlabench.errors import UserInputError
+from xlabench.files import write_atomically
 
 DATA_DIR: Path = Path(__file__).resolve().parent / "data"
 MANIFEST_NAME = "manifest.json"
@@ -26,21 +25,6 @@ MANIFEST_FORMAT = 1
 def text_sha256(text: str) -> str:
     """sha256 hex digest of HLO text as UTF-8: the manifest's identity of a graph."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Write `data` to `path` via a temp file in the same directory and `os.replace`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as temp:
-            temp.write(data)
-            temp.flush()
-            os.fsync(temp.fileno())
-        os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
 
 
 def compress_hlo(text: str) -> bytes:

@@ -1,4 +1,4 @@
-"""Persistent caches: where they live, atomic file writes, and the transition cache.
+"""Persistent caches: where they live, and the transition cache.
 
 The transition cache maps (jaxlib version, module fingerprint, pass) to the module after that pass,
 or to the error it gave. It is one SQLite database in WAL mode, so several processes (pytest-xdist
@@ -7,11 +7,9 @@ workers, parallel environments) read and write it at once; each write is one tra
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sqlite3
-import tempfile
 import threading
 import zlib
 from typing import Any
@@ -24,23 +22,6 @@ def cache_directory() -> str:
     )
     os.makedirs(path, exist_ok=True)
     return path
-
-
-def write_atomically(path: str, data: bytes) -> None:
-    """Write `data` to a temporary file beside `path`, then rename it over `path`."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(prefix=".tmp-", dir=directory)
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
 
 
 class TransitionCache:

@@ -23,8 +23,9 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from xlabench.files import write_atomically
 from xlabench.xla import pool as compiler_pool
-from xlabench.xla.cache import cache_directory, write_atomically
+from xlabench.xla.cache import cache_directory
 
 # Where "default" and "after a sequence" are both counted: just before this pass runs.
 COUNTING_POINT_PASS = "layout-assignment"

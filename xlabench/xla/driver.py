@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from xlabench.errors import CompilerError, UnknownPassError, UserInputError
+from xlabench.files import write_atomically
 from xlabench.xla import pool as compiler_pool
-from xlabench.xla.cache import TransitionCache, cache_directory, write_atomically
+from xlabench.xla.cache import TransitionCache, cache_directory
 from xlabench.xla.catalogue import COUNTING_POINT_PASS, STOP_PASS, PassCatalogue, load_catalogue
 from xlabench.xla.features import Features
 from xlabench.xla.module import HloModule

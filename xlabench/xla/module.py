@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from xlabench.errors import UserInputError
-from xlabench.xla.cache import write_atomically
+from xlabench.files import write_atomically
 
 if TYPE_CHECKING:
     from xlabench.xla.features import Features
