@@ -103,8 +103,7 @@ def test_a_compiler_crash_is_isolated_reported_and_reproducible(tmp_path, mixed_
         driver.call_compiler(
             "compile_and_run",
             "gather_simplifier",
-            mixed_module.text,
-            text=mixed_module.text,
+            mixed_module,
             disabled_passes=["gather_simplifier"],
             inputs=[],
             repeats=0,
@@ -137,3 +136,26 @@ def test_transition_cache_serves_repeated_applications(fresh_driver, mixed_modul
     assert len(fresh_driver.cache) == 1
     second = fresh_driver.apply_pass(mixed_module, "cse")
     assert second.text == first.text and len(fresh_driver.cache) == 1
+
+
+def test_a_pass_that_aborts_xla_becomes_a_crash_record_with_a_replayable_reproducer(tmp_path):
+    from xlabench.graphs import resolve_graphs
+
+    graph = min(resolve_graphs("gpt2"), key=lambda g: g.instruction_count)
+    module = HloModule.from_text(graph.hlo_text(), source=graph.name)
+    driver = PassDriver(pool=CompilerPool(1), use_cache=False, crash_directory=str(tmp_path))
+    # scatter_simplifier alone CHECK-fails on the batched scatter of take_along_axis' gradient.
+    with pytest.raises(CompilerError) as raised:
+        driver.apply_pass(module, "scatter_simplifier")
+    error = raised.value
+    assert (error.kind, error.pass_name, error.fingerprint) == (
+        "crash",
+        "scatter_simplifier",
+        module.fingerprint,
+    )
+    assert "Check failed" in error.message
+    replay = HloModule.from_file(os.path.join(error.reproducer, "module.hlo"))
+    assert replay.fingerprint == module.fingerprint
+    with open(os.path.join(error.reproducer, "passes.txt")) as handle:
+        assert handle.read().split() == ["scatter_simplifier"]
+    assert driver.apply_pass(module, "cse").op_count > 0

@@ -51,7 +51,7 @@ ENTRY main {
 
 def test_op_count_counts_reachable_computations_without_parameters():
     # Count this exact text (HloModule.from_text would first canonicalize, which drops never_called).
-    raw = default_driver().call_compiler("features", None, MODULE_WITH_CALLEES, text=MODULE_WITH_CALLEES)
+    raw = default_driver().call_compiler("features", None, MODULE_WITH_CALLEES)
     features = Features.from_dict(raw)
     # entry 6 + body 6 + condition 3 + reducer 1 = 16 non-parameter instructions; never_called does not count.
     assert features.op_count == 16

@@ -78,7 +78,7 @@ class PassDriver:
     def load(self, text: str, source: str = "<text>") -> HloModule:
         """Canonicalize HLO text with XLA; malformed text raises UserInputError naming `source`."""
         try:
-            description = self.call_compiler("canonicalize", None, text, text=text)
+            description = self.call_compiler("canonicalize", None, text)
         except CompilerError as error:
             if error.kind == "error":
                 raise UserInputError(f"{source}: not a valid HLO module: {error.message}") from None
@@ -90,7 +90,7 @@ class PassDriver:
         with self._features_lock:
             known = self._features.get(module.fingerprint)
         if known is None:
-            known = Features.from_dict(self.call_compiler("features", None, module.text, text=module.text))
+            known = Features.from_dict(self.call_compiler("features", None, module))
             with self._features_lock:
                 self._features[module.fingerprint] = known
         return known
@@ -153,7 +153,7 @@ class PassDriver:
 
     def full_compile_seconds(self, module: HloModule) -> float:
         """Wall time of a full XLA CPU compile of the module, in a worker."""
-        return float(self.call_compiler("full_compile_seconds", None, module.text, text=module.text))
+        return float(self.call_compiler("full_compile_seconds", None, module))
 
     def _run_to_counting_point(self, module: HloModule, key: str, disabled: list[str]) -> HloModule:
         return self._transition(
@@ -168,7 +168,7 @@ class PassDriver:
     def _transition(self, module: HloModule, key: str, function: str, **arguments: Any) -> HloModule:
         """The module after compiler function `function` (cached under `key`)."""
         record = self._cached_or_run(
-            module, key, lambda: self.call_compiler(function, key, module.text, text=module.text, **arguments)
+            module, key, lambda: self.call_compiler(function, key, module, **arguments)
         )
         return HloModule(record["text"], record["name"], record["fingerprint"], f"{module.source} | {key}")
 
@@ -198,23 +198,26 @@ class PassDriver:
             self.cache.put(self.jaxlib_version, module.fingerprint, key, record)
         return record
 
-    def call_compiler(self, function: str, subject: str | None, module_text: str, **arguments: Any) -> Any:
-        """One compiler call in the pool about pass `subject`; failures become CompilerError.
+    def call_compiler(
+        self, function: str, subject: str | None, module: HloModule | str, **arguments: Any
+    ) -> Any:
+        """Run compiler.<function>(text=module's text, **arguments) in the pool, about pass `subject`.
 
-        Crashes and hangs also leave a reproducer on disk.
+        Failures become CompilerError carrying the module's fingerprint (for raw text that never
+        parsed, the sha256 of the text); crashes and hangs also leave a reproducer on disk.
         """
-        pass_name = subject
+        text = module if isinstance(module, str) else module.text
+        fingerprint = _text_sha256(text) if isinstance(module, str) else module.fingerprint
         try:
-            return self.pool.call(function, timeout=self.timeout, **arguments)
+            return self.pool.call(function, timeout=self.timeout, text=text, **arguments)
         except compiler_pool.CompilerFailure as failure:
-            raise CompilerError("error", str(failure), pass_name, _quick_fingerprint(module_text)) from None
+            raise CompilerError("error", str(failure), subject, fingerprint) from None
         except compiler_pool.WorkerDied as death:
             kind, message, tail = "crash", str(death), death.stderr_tail
         except compiler_pool.WorkerTimedOut as timeout:
             kind, message, tail = "timeout", str(timeout), timeout.stderr_tail
-        fingerprint = _quick_fingerprint(module_text)
-        reproducer = self._save_reproducer(kind, function, pass_name, fingerprint, module_text, message, tail)
-        raise CompilerError(kind, _crash_summary(message, tail), pass_name, fingerprint, tail, reproducer)
+        reproducer = self._save_reproducer(kind, function, subject, fingerprint, text, message, tail)
+        raise CompilerError(kind, _crash_summary(message, tail), subject, fingerprint, tail, reproducer)
 
     def _save_reproducer(
         self,
@@ -247,8 +250,8 @@ class PassDriver:
         return directory
 
 
-def _quick_fingerprint(text: str) -> str:
-    """A fingerprint for naming reproducers, computed without the compiler (it may be what crashed)."""
+def _text_sha256(text: str) -> str:
+    """Identity of raw text that has no module fingerprint yet (it may not even parse)."""
     import hashlib
 
     return hashlib.sha256(text.encode()).hexdigest()

@@ -51,7 +51,7 @@ def _numpy_dtype(name: str) -> np.dtype:
 def random_inputs(module: HloModule, seed: int = 0, driver: PassDriver | None = None) -> list[np.ndarray]:
     """Deterministic inputs for the entry parameters: normal floats, small non-negative integers."""
     driver = driver or default_driver()
-    specs = driver.call_compiler("parameter_specs", None, module.text, text=module.text)
+    specs = driver.call_compiler("parameter_specs", None, module)
     generator = np.random.default_rng(seed)
     inputs = []
     for shape, dtype_name in specs:
@@ -83,8 +83,7 @@ def execute(
     result = driver.call_compiler(
         "compile_and_run",
         "@required-passes" if required_only else "@default-pipeline",
-        module.text,
-        text=module.text,
+        module,
         disabled_passes=disabled,
         inputs=inputs,
         repeats=repeats,
