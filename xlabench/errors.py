@@ -1,5 +1,7 @@
 """Typed errors shared by every layer; the CLI turns them into one line and a non-zero exit."""
 
+from __future__ import annotations
+
 
 class XlabenchError(Exception):
     """Base of every error xlabench raises on purpose."""
@@ -39,6 +41,18 @@ class CompilerError(XlabenchError):
         module = f" on module {fingerprint[:12]}" if fingerprint else ""
         saved = f" (reproducer: {reproducer})" if reproducer else ""
         super().__init__(f"compiler {kind}{where}{module}: {message}{saved}")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, str | None]) -> CompilerError:
+        """Inverse of to_dict (errors come back from the transition cache this way)."""
+        return cls(
+            str(data["kind"]),
+            str(data["message"]),
+            data["pass"],
+            data["fingerprint"],
+            data["stderr_tail"] or "",
+            data["reproducer"],
+        )
 
     def to_dict(self) -> dict[str, str | None]:
         """The error as plain data, for --json output and crash reports."""

@@ -262,11 +262,6 @@ def canonical_module(module: Any) -> Any:
     return computation.get_hlo_module()
 
 
-def canonicalize(text: str) -> dict[str, Any]:
-    """Parse module text and return the name, canonical text and fingerprint of its canonical form."""
-    return describe(text)
-
-
 def describe(text: str) -> dict[str, Any]:
     """Return name, canonical text and fingerprint of module text (canonicalizing it first)."""
     try:

@@ -78,7 +78,7 @@ class PassDriver:
     def load(self, text: str, source: str = "<text>") -> HloModule:
         """Canonicalize HLO text with XLA; malformed text raises UserInputError naming `source`."""
         try:
-            description = self.call_compiler("canonicalize", None, text)
+            description = self.call_compiler("describe", None, text)
         except CompilerError as error:
             if error.kind == "error":
                 raise UserInputError(f"{source}: not a valid HLO module: {error.message}") from None
@@ -177,15 +177,7 @@ class PassDriver:
             record = self.cache.get(self.jaxlib_version, module.fingerprint, key)
             if record is not None:
                 if "error" in record:
-                    error = record["error"]
-                    raise CompilerError(
-                        error["kind"],
-                        error["message"],
-                        error["pass"],
-                        error["fingerprint"],
-                        error["stderr_tail"],
-                        error["reproducer"],
-                    )
+                    raise CompilerError.from_dict(record["error"])
                 return record
         try:
             record = run()

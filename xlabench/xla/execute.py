@@ -114,10 +114,8 @@ def compare_outputs(expected: list[np.ndarray], actual: list[np.ndarray]) -> lis
                 problems.append(f"output {index} ({name}): {int(np.sum(want != got))} elements differ")
             continue
         relative, absolute = TOLERANCES[name]
-        want64, got64 = (
-            want.astype(np.complex128 if "complex" in name else np.float64),
-            got.astype(np.complex128 if "complex" in name else np.float64),
-        )
+        wide = np.complex128 if "complex" in name else np.float64
+        want64, got64 = want.astype(wide), got.astype(wide)
         finite = np.isfinite(want64)
         scale = float(np.max(np.abs(want64[finite]))) if finite.any() else 1.0
         close = np.isclose(got64, want64, rtol=relative, atol=absolute * max(1.0, scale), equal_nan=True)

@@ -148,15 +148,13 @@ class CompilerPool:
                     worker.close()
                 worker = Worker(self._environment)
             return worker.call(function_name, arguments, timeout)
-        except WorkerDied:
-            self.crashes += 1
+        except (WorkerDied, WorkerTimedOut) as failure:
+            if isinstance(failure, WorkerDied):
+                self.crashes += 1
+            else:
+                self.timeouts += 1
             worker.close()
-            worker = None
-            raise
-        except WorkerTimedOut:
-            self.timeouts += 1
-            worker.close()
-            worker = None
+            worker = None  # replaced on the next call
             raise
         finally:
             self._idle.put(worker)
