@@ -42,3 +42,12 @@ def fresh_driver(tmp_path: Path) -> PassDriver:
 def uncached_driver(tmp_path: Path) -> PassDriver:
     """A driver that runs the compiler for every call."""
     return PassDriver(use_cache=False, crash_directory=str(tmp_path / "crashes"))
+
+
+@pytest.fixture(scope="session")
+def shared_calls_module() -> HloModule:
+    """A small suite graph (ResNet inference) whose computations have several call sites."""
+    from xlabench.graphs import resolve_graphs
+
+    graph = resolve_graphs("resnet-infer-n111-w16-i32-b4-f32")[0]
+    return HloModule.from_text(graph.hlo_text(), source=graph.name)

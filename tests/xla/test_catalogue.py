@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
+
+from xlabench.errors import UserInputError
 from xlabench.xla import catalogue
 from xlabench.xla.cache import cache_directory
 
@@ -27,17 +30,27 @@ I0000 hlo_pass_pipeline.cc:181]   HLO pass cse
 """
 
 
-def test_log_parsing_rebuilds_nesting_and_ignores_fixed_point_iterations():
+def test_log_parsing_rebuilds_nesting_and_marks_fixed_point_pipelines():
     tree = catalogue.parse_pipeline_log(SAMPLE_LOG)
     assert [node["name"] for node in tree] == ["outer", "late"]
     outer = tree[0]
     assert [child["name"] for child in outer["children"]] == ["first", "inner", "layout-assignment"]
-    assert [child["name"] for child in outer["children"][1]["children"]] == ["algsimp", "dce"]
+    inner = outer["children"][1]
+    # Its second iteration neither repeats its children nor makes them appear twice.
+    assert [child["name"] for child in inner["children"]] == ["algsimp", "dce"]
+    assert inner.get("fixed_point") is True
+    assert "fixed_point" not in outer and "fixed_point" not in tree[1]
 
 
 def test_classification_uses_first_run_and_counting_point():
     classified = catalogue.classify(catalogue.parse_pipeline_log(SAMPLE_LOG), "test")
-    assert classified.passes["algsimp"].kind == "action"
+    assert classified.passes["algsimp"].kind == "simplification"
+    # Any other pass before the counting point is orderable: an action the required-only pipeline keeps.
+    assert classified.passes["first"].kind == "orderable"
+    assert classified.action_passes() == ["first", "algsimp", "dce"]
+    assert classified.action_passes("simplification") == ["algsimp", "dce"]
+    assert classified.disabled_for_required_only() == ["algsimp", "dce"]
+    assert classified.passes["layout-assignment"].kind == "required"
     assert classified.passes["algsimp"].ancestors == ("outer", "inner")
     assert classified.passes["inner"].kind == "pipeline"
     # cse first runs after the counting point (layout-assignment): not an action there.
@@ -51,12 +64,20 @@ def test_classification_uses_first_run_and_counting_point():
 def test_installed_pipeline_is_discovered_and_classified():
     found = catalogue.load_catalogue()
     actions = found.action_passes()
+    simplifications = found.action_passes("simplification")
     for expected in ("algsimp", "cse", "dce", "reshape-mover", "constant_folding", "call-inliner"):
-        assert expected in actions
+        assert expected in simplifications
+    # `all` adds the expanders, normalizers and canonicalizers that apply cleanly on their own.
+    for expected in ("flatten-call-graph", "batchnorm_expander", "float-normalization-bf16"):
+        assert expected in actions and expected not in simplifications
+    assert set(simplifications) < set(actions)
     assert found.passes["layout-assignment"].kind == "required"
     assert found.passes["copy-insertion"].kind == "required"
     assert found.passes["gather_simplifier"].kind == "excluded"
     assert found.passes["gather_simplifier"].description  # excluded passes carry their reason
+    assert found.passes["gather_simplifier"].name not in actions
+    with pytest.raises(UserInputError, match="unknown action set"):
+        found.action_passes("everything")
     assert "simplification" in found.passes["algsimp"].ancestors
     # Action passes are listed in pipeline order.
     positions = [found.passes[name].position for name in actions]

@@ -21,8 +21,13 @@ def test_passes_json_lists_classified_passes(capsys):
     assert code == 0
     catalogue = json.loads(out)
     kinds = {entry["name"]: entry["kind"] for entry in catalogue["passes"]}
-    assert kinds["algsimp"] == "action" and kinds["layout-assignment"] == "required"
+    assert kinds["algsimp"] == "simplification" and kinds["layout-assignment"] == "required"
+    assert kinds["flatten-call-graph"] == "orderable"
     assert catalogue["counting_point"] == "layout-assignment"
+    # `simplification` is part of `all`; `all` also holds the orderable passes, in pipeline order.
+    sets = catalogue["action_sets"]
+    assert set(sets["simplification"]) < set(sets["all"])
+    assert "flatten-call-graph" in sets["all"] and "flatten-call-graph" not in sets["simplification"]
 
 
 def test_stats_json_has_the_documented_keys(capsys, data_directory):

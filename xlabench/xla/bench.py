@@ -1,6 +1,6 @@
-"""`xlabench bench driver` and `xlabench bench fuzz`: speed and robustness figures of the pass driver.
+"""`xlabench bench driver`, `fuzz` and `replay`: speed, robustness and fidelity figures of the pass driver.
 
-Both print figures rather than assert them: machines are noisy, so the driver benchmark times
+They print figures rather than assert them: machines are noisy, so the driver benchmark times
 single-pass applications and full compiles of the same module interleaved in one run and reports
 medians and their ratio.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import math
 import random
 import statistics
 import sys
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xlabench.errors import CompilerError, UserInputError
+from xlabench.xla.catalogue import DEFAULT_ACTION_SET
 from xlabench.xla.driver import PassDriver
 from xlabench.xla.execute import compare_outputs, execute, random_inputs
 from xlabench.xla.module import HloModule
@@ -47,6 +49,7 @@ def register(bench_subparsers: Any) -> None:
         "graph", nargs="?", help="an .hlo file or suite graph (default: a ~1,000-op GPT-2 step)"
     )
     driver.add_argument("--rounds", type=int, default=5, help="rounds over every action pass")
+    driver.add_argument("--actions", default=DEFAULT_ACTION_SET, help="action set (all, simplification)")
     driver.add_argument("--json", action="store_true", help="print one JSON object")
     driver.set_defaults(handler=run_driver_benchmark)
 
@@ -55,11 +58,35 @@ def register(bench_subparsers: Any) -> None:
     fuzz.add_argument("--singles", type=int, default=2000, help="random single-pass applications")
     fuzz.add_argument("--sequences", type=int, default=200, help="random sequences")
     fuzz.add_argument("--length", type=int, default=20, help="passes per sequence")
+    fuzz.add_argument("--actions", default=DEFAULT_ACTION_SET, help="action set (all, simplification)")
     fuzz.add_argument("--workers", type=int, default=2, help="compiler worker processes")
     fuzz.add_argument("--seed", type=int, default=0)
     fuzz.add_argument("--use-cache", action="store_true", help="reuse cached transitions (default: fresh)")
     fuzz.add_argument("--json", action="store_true", help="print one JSON object")
     fuzz.set_defaults(handler=run_fuzz)
+
+    replay = bench_subparsers.add_parser(
+        "replay", help="replay XLA's default pipeline one pass at a time; compare with XLA's own count"
+    )
+    replay.add_argument("graphs", nargs="?", default="all", help="graph SPEC (default: all)")
+    replay.add_argument(
+        "--workers", type=int, default=2, help="compiler worker processes (graphs in parallel)"
+    )
+    replay.add_argument(
+        "--no-cache", action="store_true", help="run every pass (default: transition cache on)"
+    )
+    replay.add_argument("--json", action="store_true", help="print one JSON object")
+    replay.set_defaults(handler=run_replay_benchmark)
+
+    standalone = bench_subparsers.add_parser(
+        "passes", help="apply every pass that runs before the counting point alone to every graph"
+    )
+    standalone.add_argument("graphs", nargs="?", default="all", help="graph SPEC (default: all)")
+    standalone.add_argument("--passes", nargs="+", metavar="PASS", help="only these passes")
+    standalone.add_argument("--workers", type=int, default=2, help="compiler processes")
+    standalone.add_argument("--no-cache", action="store_true", help="run every pass (default: cache on)")
+    standalone.add_argument("--json", action="store_true", help="print one JSON object")
+    standalone.set_defaults(handler=run_standalone_benchmark)
 
 
 def _default_benchmark_module() -> HloModule:
@@ -76,7 +103,7 @@ def run_driver_benchmark(args: argparse.Namespace) -> int:
 
     module = load_module(args.graph) if args.graph else _default_benchmark_module()
     driver = PassDriver(use_cache=False)
-    actions = driver.catalogue.action_passes()
+    actions = driver.catalogue.action_passes(args.actions)
     driver.apply_pass(module, actions[0])  # start the worker and load the catalogue outside the timing
     per_pass: dict[str, list[float]] = collections.defaultdict(list)
     compiles: list[float] = []
@@ -188,7 +215,7 @@ def run_fuzz(args: argparse.Namespace) -> int:
         raise UserInputError("no graphs to fuzz")
     pool = CompilerPool(size=args.workers)
     driver = PassDriver(pool=pool, use_cache=args.use_cache)  # by default every application compiles
-    actions = driver.catalogue.action_passes()
+    actions = driver.catalogue.action_passes(args.actions)
     generator = random.Random(args.seed)
     tally = FuzzTally()
     started = time.perf_counter()
@@ -256,6 +283,9 @@ def run_fuzz(args: argparse.Namespace) -> int:
     totals = tally.totals()
     report = {
         "modules": [module.source for module in modules],
+        "action_set": args.actions,
+        "actions": len(actions),
+        "passes_never_applied": [name for name in actions if name not in tally.outcomes],
         "single_applications": args.singles,
         "sequences": args.sequences,
         "sequence_length": args.length,
@@ -277,6 +307,10 @@ def run_fuzz(args: argparse.Namespace) -> int:
         print(json.dumps(report))
     else:
         print(f"fuzzed {len(modules)} modules: {', '.join(report['modules'])}")
+        print(
+            f"action set {args.actions}: {len(actions)} passes, "
+            f"{len(actions) - len(report['passes_never_applied'])} applied at least once"
+        )
         print(f"{report['applications']} pass applications in {elapsed:.0f} s: {dict(totals)}")
         print(f"{'pass':36} {'ok':>6} {'error':>6} {'crash':>6} {'timeout':>7}")
         for name, counter in report["per_pass"].items():
@@ -306,3 +340,206 @@ def run_fuzz(args: argparse.Namespace) -> int:
                 f"  {len(tally.unstable_differences)} sequences on unstable modules differed (not mismatches)"
             )
     return 1 if tally.numeric_mismatches or tally.reparse_failures else 0
+
+
+# Replay within this fraction of XLA's own count is a match (the fidelity target).
+REPLAY_TOLERANCE = 0.01
+REPLAY_FIELDS = ("name", "family", "I", "D", "replay", "ratio", "applications", "error")
+
+
+def _geomean(values: list[float]) -> float:
+    return math.exp(statistics.fmean(math.log(value) for value in values)) if values else float("nan")
+
+
+def replay_graph(driver: PassDriver, graph: Any) -> dict[str, Any]:
+    """D, the replay's fairly counted result and their ratio for one graph."""
+    from xlabench.xla.replay import replay_default_pipeline
+
+    started = time.perf_counter()
+    row: dict[str, Any] = {"name": graph.name, "family": graph.family}
+    try:
+        module = driver.load(graph.hlo_text(), graph.name)
+        row["I"] = driver.features(module).op_count
+        row["D"] = driver.features(driver.run_default_pipeline(module)).op_count
+        replay = replay_default_pipeline(driver, module)
+        row["replay"] = driver.fair_op_count(replay.module)
+    except CompilerError as error:
+        row.update({"error": str(error), "seconds": time.perf_counter() - started})
+        return row
+    row.update(
+        {
+            "ratio": row["D"] / row["replay"],
+            "applications": replay.applications,
+            "pass_errors": [str(error) for error in replay.errors],
+            "fixed_point_rounds": replay.fixed_point_rounds,
+            "seconds": time.perf_counter() - started,
+        }
+    )
+    return row
+
+
+def replay_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Geomean D/replay, graphs within REPLAY_TOLERANCE and the worst graph, overall and per family."""
+
+    def summarize(selected: list[dict[str, Any]]) -> dict[str, Any]:
+        measured = [row for row in selected if "ratio" in row]
+        worst = max(measured, key=lambda row: abs(math.log(row["ratio"])), default=None)
+        within = [row for row in measured if abs(row["ratio"] - 1) <= REPLAY_TOLERANCE]
+        return {
+            "graphs": len(selected),
+            "failed": len(selected) - len(measured),
+            "geomean_ratio": _geomean([row["ratio"] for row in measured]),
+            "within_tolerance": len(within),
+            "worst": None if worst is None else {"name": worst["name"], "ratio": worst["ratio"]},
+        }
+
+    families = sorted({row["family"] for row in rows})
+    overall = summarize(rows)
+    per_family = {family: summarize([row for row in rows if row["family"] == family]) for family in families}
+    overall["families"] = per_family
+    overall["meets_target"] = (
+        overall["failed"] == 0
+        and overall["within_tolerance"] >= 0.95 * overall["graphs"]
+        and 0.995 <= overall["geomean_ratio"] <= 1.005
+        and all(abs(summary["geomean_ratio"] - 1) <= REPLAY_TOLERANCE for summary in per_family.values())
+    )
+    return overall
+
+
+def run_replay_benchmark(args: argparse.Namespace) -> int:
+    """Replay XLA's default pipeline pass by pass on every graph of a SPEC; print D vs replay."""
+    from xlabench.graphs import resolve_graphs
+
+    graphs = resolve_graphs(args.graphs)
+    pool = CompilerPool(size=args.workers)
+    driver = PassDriver(pool=pool, use_cache=not args.no_cache)
+    driver.check_pass("algsimp")  # discovers the pipeline once, before the threads start
+    rows: list[dict[str, Any]] = []
+    lock = threading.Lock()
+
+    def run(graph: Any) -> None:
+        row = replay_graph(driver, graph)
+        with lock:
+            rows.append(row)
+            figures = (
+                f"D {row['D']} replay {row['replay']} ratio {row['ratio']:.4f} "
+                f"({row['applications']} applications, {row['seconds']:.0f} s)"
+                if "ratio" in row
+                else f"FAILED: {row['error']}"
+            )
+            print(f"replay [{len(rows)}/{len(graphs)}] {graph.name}: {figures}", file=sys.stderr, flush=True)
+
+    started = time.perf_counter()
+    # Largest graphs first, so the last graph to finish is a small one.
+    ordered = sorted(graphs, key=lambda graph: -graph.instruction_count)
+    with ThreadPoolExecutor(max_workers=args.workers) as executor:
+        list(executor.map(run, ordered))
+    pool.close()
+    rows.sort(key=lambda row: row["name"])
+    summary = replay_summary(rows)
+    graphs_out = [
+        {
+            key: row.get(key)
+            for key in ("name", "family", "I", "D", "replay", "ratio", "applications", "error")
+        }
+        for row in rows
+    ]
+    if args.json:
+        print(
+            json.dumps({"geomean_ratio": summary["geomean_ratio"], "summary": summary, "graphs": graphs_out})
+        )
+        return 0 if summary["failed"] == 0 else 1
+    print(f"{'graph':52} {'I':>6} {'D':>6} {'replay':>6} {'D/replay':>8} {'passes':>6}")
+    for row in rows:
+        if "ratio" in row:
+            mark = "" if abs(row["ratio"] - 1) <= REPLAY_TOLERANCE else "  *"
+            print(
+                f"{row['name']:52} {row['I']:6} {row['D']:6} {row['replay']:6} {row['ratio']:8.4f} "
+                f"{row['applications']:6}{mark}"
+            )
+        else:
+            print(f"{row['name']:52} FAILED: {row['error']}")
+    print(f"\n{'family':14} {'graphs':>6} {'within 1%':>9} {'geomean D/replay':>16}  worst graph")
+    for family, part in summary["families"].items():
+        worst = part["worst"]
+        worst_text = f"{worst['name']} ({worst['ratio']:.4f})" if worst else "-"
+        print(
+            f"{family:14} {part['graphs']:6} {part['within_tolerance']:9} {part['geomean_ratio']:16.4f}  "
+            f"{worst_text}"
+        )
+    print(
+        f"all: {summary['graphs']} graphs, {summary['within_tolerance']} within 1% of D, "
+        f"geomean D/replay {summary['geomean_ratio']:.4f}, {summary['failed']} failed; "
+        f"target {'met' if summary['meets_target'] else 'NOT met'} "
+        f"({time.perf_counter() - started:.0f} s, {'cache off' if args.no_cache else 'cache on'})"
+    )
+    return 0 if summary["failed"] == 0 else 1
+
+
+def run_standalone_benchmark(args: argparse.Namespace) -> int:
+    """Apply each candidate pass alone to each graph's raw module; count outcomes per pass.
+
+    This is the measurement behind the catalogue's classes: a candidate with no error, crash or
+    timeout on any suite graph is an action; one that fails is excluded with the reason shown here.
+    """
+    from xlabench.graphs import resolve_graphs
+
+    graphs = resolve_graphs(args.graphs)
+    pool = CompilerPool(size=args.workers)
+    driver = PassDriver(pool=pool, use_cache=not args.no_cache)
+    candidates = driver.catalogue.candidate_passes()
+    for pass_name in args.passes or []:
+        driver.check_pass(pass_name)
+    passes = args.passes or candidates
+    tally = FuzzTally()
+    failures: dict[str, list[str]] = collections.defaultdict(list)
+    started = time.perf_counter()
+
+    def run(graph: Any) -> None:
+        module = driver.load(graph.hlo_text(), graph.name)
+        for pass_name in passes:
+            try:
+                driver.apply_pass(module, pass_name)
+                tally.record(pass_name, "ok")
+            except CompilerError as error:
+                tally.record(pass_name, error.kind, f"{graph.name}: {error.message[:300]}")
+                with tally.lock:
+                    failures[pass_name].append(graph.name)
+
+    with ThreadPoolExecutor(max_workers=args.workers) as executor:
+        list(executor.map(run, sorted(graphs, key=lambda graph: -graph.instruction_count)))
+    pool.close()
+    catalogue = driver.catalogue
+    per_pass = {
+        name: {
+            "kind": catalogue.passes[name].kind,
+            **dict(tally.outcomes[name]),
+            "failed_graphs": sorted(failures.get(name, [])),
+            "first_errors": tally.errors.get(name, []),
+        }
+        for name in passes
+    }
+    clean = [name for name in passes if not failures.get(name)]
+    report = {
+        "graphs": len(graphs),
+        "passes": per_pass,
+        "clean": clean,
+        "failing": [name for name in passes if failures.get(name)],
+        "seconds": time.perf_counter() - started,
+    }
+    if args.json:
+        print(json.dumps(report))
+        return 0
+    print(f"{'pass':36} {'class':14} {'ok':>5} {'error':>5} {'crash':>5} {'timeout':>7}")
+    for name, row in per_pass.items():
+        print(
+            f"{name:36} {row['kind']:14} {row.get('ok', 0):5} {row.get('error', 0):5} "
+            f"{row.get('crash', 0):5} {row.get('timeout', 0):7}"
+        )
+        for example in row["first_errors"][:2]:
+            print(f"    {example}")
+    print(
+        f"{len(clean)} of {len(passes)} passes apply cleanly on all {len(graphs)} graphs "
+        f"({report['seconds']:.0f} s); failing: {', '.join(report['failing']) or 'none'}"
+    )
+    return 0

@@ -1,8 +1,10 @@
 """Persistent caches: where they live, and the transition cache.
 
 The transition cache maps (jaxlib version, module fingerprint, pass) to the module after that pass,
-or to the error it gave. It is one SQLite database in WAL mode, so several processes (pytest-xdist
-workers, parallel environments) read and write it at once; each write is one transaction.
+or to the error it gave. Its file name carries the schema (`CACHE_SCHEMA`, which includes the
+fingerprint version), so records keyed by an older fingerprint are never read. It is one SQLite
+database in WAL mode, so several processes (pytest-xdist workers, parallel environments) read and
+write it at once; each write is one transaction.
 """
 
 from __future__ import annotations
@@ -13,6 +15,12 @@ import sqlite3
 import threading
 import zlib
 from typing import Any
+
+from xlabench.xla.structure import FINGERPRINT_VERSION
+
+# Part of the database's file name: a cache written under another schema is never read.
+# Bump it (or FINGERPRINT_VERSION) whenever a key or a record would mean something else.
+CACHE_SCHEMA = f"v2-f{FINGERPRINT_VERSION}"
 
 
 def cache_directory() -> str:
@@ -28,7 +36,7 @@ class TransitionCache:
     """(jaxlib version, fingerprint, pass) -> result record; safe across processes and threads."""
 
     def __init__(self, path: str | None = None) -> None:
-        self.path = path or os.path.join(cache_directory(), "transitions.sqlite")
+        self.path = path or os.path.join(cache_directory(), f"transitions-{CACHE_SCHEMA}.sqlite")
         self._lock = threading.Lock()
         self._connection: sqlite3.Connection | None = None
         self._pid = -1

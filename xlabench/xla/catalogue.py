@@ -5,14 +5,21 @@ the pipeline tree from XLA's own log: "Running HLO pass pipeline on module M: P"
 "  HLO pass X" runs X inside the innermost open pipeline, and the timing line "HLO pass: P time"
 closes a nested pipeline. The result is cached per jaxlib version, so a jaxlib bump rediscovers it.
 
-Classes:
-- action: a target-independent simplification a policy may order (the table below), first run
-  before the counting point, not excluded;
-- required: everything else the CPU backend runs (expanders, normalizers, layout assignment, fusion,
-  copy insertion, ...); these run on both sides of every comparison;
-- excluded: an action candidate that does not apply cleanly on its own (the reason says why); it
+Classes. Every pass whose first run comes before the counting point is a *candidate*; a candidate
+that applies cleanly on its own to every suite graph (measured with `xlabench bench passes`) is an
+action, in one of two classes:
+- simplification: a target-independent simplification (the table below); the required-only
+  pipeline turns these off, so a policy's sequence is what applies them;
+- orderable: a pass the backend needs (expander, normalizer, canonicalizer, ...) that a policy may
+  also apply early; the required-only pipeline still runs it, so every result stays a module the
+  backend accepts;
+- excluded: a candidate that does not apply cleanly on its own (the measured reason says why); it
   stays on wherever required passes run;
+- required: first runs at or after the counting point (layout assignment, fusion, copy insertion);
 - pipeline: a pass pipeline (a container, never applied by itself).
+
+Action sets name the actions a policy or search may choose from: `all` (simplification and
+orderable passes, the default) and `simplification`.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from xlabench.errors import UserInputError
 from xlabench.files import write_atomically
 from xlabench.xla import pool as compiler_pool
 from xlabench.xla.cache import cache_directory
@@ -31,9 +39,18 @@ from xlabench.xla.cache import cache_directory
 COUNTING_POINT_PASS = "layout-assignment"
 # The pass whose early failure (on the stop marker) ends a single-pass compile.
 STOP_PASS = "copy-insertion"
-CATALOGUE_FORMAT = 1
+CATALOGUE_FORMAT = 2  # 2: pipelines that iterate to a fixed point are marked
 
-ACTION_PASSES: dict[str, str] = {
+# Named action sets: which pass classes a policy or search may choose from.
+ACTION_SETS: dict[str, tuple[str, ...]] = {
+    "all": ("simplification", "orderable"),
+    "simplification": ("simplification",),
+}
+DEFAULT_ACTION_SET = "all"
+# Classes of the passes whose first run comes before the counting point.
+CANDIDATE_KINDS = ("simplification", "orderable", "excluded")
+
+SIMPLIFICATION_PASSES: dict[str, str] = {
     "algsimp": "algebraic simplifier: rewrites expressions into cheaper equivalents",
     "cse": "common subexpression elimination",
     "dce": "dead code elimination",
@@ -71,7 +88,7 @@ class PassInfo:
     """One distinct pass name of the pipeline."""
 
     name: str
-    kind: str  # "action" | "required" | "excluded" | "pipeline"
+    kind: str  # "simplification" | "orderable" | "excluded" | "required" | "pipeline"
     ancestors: tuple[str, ...]  # pipelines around its first run, outermost first
     position: int  # order of its first run in the flattened pipeline
     runs: int  # how many times it appears in the pipeline
@@ -90,10 +107,18 @@ class PassCatalogue:
         """Every distinct pass and pipeline name."""
         return list(self.passes)
 
-    def action_passes(self) -> list[str]:
-        """The passes a policy may order, in pipeline order."""
-        actions = [info for info in self.passes.values() if info.kind == "action"]
+    def action_passes(self, action_set: str = DEFAULT_ACTION_SET) -> list[str]:
+        """The passes of an action set (`all`, `simplification`), in pipeline order."""
+        if action_set not in ACTION_SETS:
+            raise UserInputError(f"{action_set}: unknown action set (choose {', '.join(ACTION_SETS)})")
+        kinds = ACTION_SETS[action_set]
+        actions = [info for info in self.passes.values() if info.kind in kinds]
         return [info.name for info in sorted(actions, key=lambda info: info.position)]
+
+    def candidate_passes(self) -> list[str]:
+        """Every pass whose first run comes before the counting point, in pipeline order."""
+        candidates = [info for info in self.passes.values() if info.kind in CANDIDATE_KINDS]
+        return [info.name for info in sorted(candidates, key=lambda info: info.position)]
 
     def get(self, pass_name: str) -> PassInfo | None:
         """The entry for one pass name, or None."""
@@ -107,12 +132,12 @@ class PassCatalogue:
         return sorted(name for name in self.passes if name not in enabled)
 
     def disabled_for_required_only(self) -> list[str]:
-        """Names to disable so that only required passes run: every action pass.
+        """Names to disable so that only required passes run: every simplification pass.
 
-        Excluded passes stay on: they may not be ordered alone, but the backend may need them
-        (the CPU emitter CHECK-fails on gathers that gather_simplifier has not canonicalized).
+        Orderable and excluded passes stay on: the backend needs them (the CPU emitter CHECK-fails
+        on gathers that gather_simplifier has not canonicalized, on bf16 ops nothing normalized).
         """
-        return sorted(name for name, info in self.passes.items() if info.kind == "action")
+        return sorted(name for name, info in self.passes.items() if info.kind == "simplification")
 
     def counting_point_siblings(self) -> list[str]:
         """Names of the passes in the pipeline that holds the counting-point pass."""
@@ -190,7 +215,9 @@ def parse_pipeline_log(log: str) -> list[dict[str, Any]]:
             if len(stack) > 1 and stack[-1]["name"] == name:
                 stack.pop()
     for node in _walk(roots):
-        node.pop("runs", None)
+        # A pipeline whose header repeats back to back is a fixed-point pipeline (HloPassFix).
+        if node.pop("runs", 1) > 1:
+            node["fixed_point"] = True
     return roots
 
 
@@ -226,11 +253,15 @@ def classify(tree: list[dict[str, Any]], jaxlib_version: str) -> PassCatalogue:
             continue
         if is_pipeline:
             kind = "pipeline"
-        elif name in ACTION_PASSES and position < counting_point:
-            kind = "excluded" if name in EXCLUDED_PASSES else "action"
-        else:
+        elif position >= counting_point:
             kind = "required"
-        description = EXCLUDED_PASSES.get(name) if kind == "excluded" else ACTION_PASSES.get(name, "")
+        elif name in EXCLUDED_PASSES:
+            kind = "excluded"
+        elif name in SIMPLIFICATION_PASSES:
+            kind = "simplification"
+        else:
+            kind = "orderable"
+        description = EXCLUDED_PASSES.get(name) if kind == "excluded" else SIMPLIFICATION_PASSES.get(name, "")
         passes[name] = PassInfo(name, kind, ancestors, position, counts[name], description or "")
     return PassCatalogue(jaxlib_version=jaxlib_version, tree=tree, passes=passes)
 

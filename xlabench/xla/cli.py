@@ -50,25 +50,28 @@ def load_module(spec: str) -> HloModule:
 
 def run_passes(args: argparse.Namespace) -> int:
     """Print the pass catalogue."""
-    from xlabench.xla.catalogue import load_catalogue
+    from xlabench.xla.catalogue import ACTION_SETS, load_catalogue
 
     catalogue = load_catalogue(refresh=args.refresh)
+    action_sets = {name: catalogue.action_passes(name) for name in ACTION_SETS}
     if args.json:
-        print(json.dumps(catalogue.to_dict()))
+        print(json.dumps({**catalogue.to_dict(), "action_sets": action_sets}))
         return 0
     print(f"XLA CPU pipeline of jaxlib {catalogue.jaxlib_version}")
-    print(f"{'pass':42} {'class':9} {'runs':>4}  pipeline / note")
+    print(f"{'pass':42} {'class':14} {'runs':>4}  pipeline / note")
     for info in sorted(catalogue.passes.values(), key=lambda info: info.position):
         if info.kind == "pipeline":
             continue
         where = " > ".join(info.ancestors) or "-"
-        note = f"  [{info.description}]" if info.kind in ("action", "excluded") and info.description else ""
-        print(f"{info.name:42} {info.kind:9} {info.runs:>4}  {where}{note}")
+        note = f"  [{info.description}]" if info.description else ""
+        print(f"{info.name:42} {info.kind:14} {info.runs:>4}  {where}{note}")
     kinds = [info.kind for info in catalogue.passes.values()]
     print(
-        f"{kinds.count('action')} action, {kinds.count('required')} required, "
-        f"{kinds.count('excluded')} excluded passes; {kinds.count('pipeline')} pipelines"
+        f"{kinds.count('simplification')} simplification, {kinds.count('orderable')} orderable, "
+        f"{kinds.count('excluded')} excluded, {kinds.count('required')} required passes; "
+        f"{kinds.count('pipeline')} pipelines"
     )
+    print("action sets: " + ", ".join(f"{name} ({len(passes)})" for name, passes in action_sets.items()))
     return 0
 
 

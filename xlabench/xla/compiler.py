@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import collections
 import glob
-import hashlib
 import os
 import re
 import shutil
@@ -32,6 +31,7 @@ import numpy as np
 from jax._src.lib import _jax, xla_client
 
 from xlabench.xla.pool import CompilerFailure
+from xlabench.xla.structure import callees, normalized_text_and_fingerprint
 
 STOP_MARKER = "xlabench_stop"
 _STOP_COMPUTATION = (
@@ -50,12 +50,6 @@ _EXPECTED_STOPS = (
     "Call graph must be flattened before copy insertion",
     f"custom call to {STOP_MARKER}",
 )
-_COMPUTATION_REFERENCE = re.compile(
-    r"\b(?:to_apply|body|condition|calls|true_computation|false_computation|select|scatter|comparator)="
-    r"%?([\w.\-]+)"
-)
-_BRANCH_COMPUTATIONS = re.compile(r"branch_computations=\{([^}]*)\}")
-_CALLED_COMPUTATIONS = re.compile(r"called_computations=\{([^}]*)\}")
 
 
 def client() -> Any:
@@ -270,169 +264,36 @@ def describe(text: str) -> dict[str, Any]:
         raise
     except Exception as error:
         raise CompilerFailure(f"XLA cannot import the module: {_first_line(error)}") from None
-    canonical = normalize_computations(to_text(module))
-    return {"name": module.name, "text": canonical, "fingerprint": structural_fingerprint(canonical)}
-
-
-_COMPUTATION_HEADER = re.compile(r"^(ENTRY )?%?([\w.\-]+) \(")
-_IDENTIFIER = re.compile(r"%([\w.\-]+)")
-_INSTRUCTION = re.compile(r"^\s*(ROOT\s+)?%([\w.\-]+)\s*=\s*(.*)$")
-
-
-def _split_computations(text: str) -> tuple[list[str], list[list[str]]] | None:
-    """Header lines and computation blocks (header line ... closing brace) of printed module text."""
-    header: list[str] = []
-    blocks: list[list[str]] = []
-    current: list[str] | None = None
-    for line in text.splitlines():
-        if current is None:
-            if _COMPUTATION_HEADER.match(line):
-                current = [line]
-            elif not blocks:
-                header.append(line)
-            continue
-        current.append(line)
-        if line.startswith("}"):
-            blocks.append(current)
-            current = None
-    if current is not None or not blocks:
-        return None
-    return header, blocks
-
-
-def _computation_hashes(blocks: list[list[str]]) -> dict[str, str]:
-    """Merkle hash of each computation: names and instruction order do not matter, structure does.
-
-    An instruction's hash covers its own text with every %reference replaced by the hash of what it
-    refers to (operand, control predecessor, called computation); a computation's hash covers the
-    sorted hashes of its instructions and which one is ROOT.
-    """
-    by_name = {_COMPUTATION_HEADER.match(block[0]).group(2): block for block in blocks}
-    hashes: dict[str, str] = {}
-
-    def computation_hash(name: str, visiting: frozenset[str]) -> str:
-        if name in hashes:
-            return hashes[name]
-        if name in visiting:
-            return "cycle"
-        instructions: dict[str, tuple[bool, str]] = {}
-        for line in by_name[name][1:]:
-            match = _INSTRUCTION.match(line)
-            if match:
-                instructions[match.group(2)] = (bool(match.group(1)), match.group(3))
-        memo: dict[str, str] = {}
-
-        def instruction_hash(instruction: str, depth: int = 0) -> str:
-            if instruction in memo:
-                return memo[instruction]
-            memo[instruction] = "pending"  # guards against malformed self-references
-
-            def reference(found: re.Match[str]) -> str:
-                target = found.group(1)
-                if target in instructions:
-                    return "%" + instruction_hash(target, depth + 1)
-                if target in by_name:
-                    return "%" + computation_hash(target, visiting | {name})
-                return "%"
-
-            body = _IDENTIFIER.sub(reference, instructions[instruction][1])
-            memo[instruction] = hashlib.sha256(body.encode()).hexdigest()[:32]
-            return memo[instruction]
-
-        parts = sorted(
-            ("ROOT " if is_root else "") + instruction_hash(instruction)
-            for instruction, (is_root, _) in instructions.items()
-        )
-        hashes[name] = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
-        return hashes[name]
-
-    for name in by_name:
-        computation_hash(name, frozenset())
-    return hashes
-
-
-def structural_fingerprint(text: str) -> str:
-    """sha256 of the module's structure: entry computation (and all it calls) plus entry layout."""
-    import sys
-
-    split = _split_computations(text)
-    if split is None:
-        return hashlib.sha256(text.encode()).hexdigest()
-    header, blocks = split
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 100_000))  # deep dataflow chains recurse deeply
-    try:
-        hashes = _computation_hashes(blocks)
-    finally:
-        sys.setrecursionlimit(limit)
-    entry = next(_COMPUTATION_HEADER.match(b[0]).group(2) for b in blocks if b[0].startswith("ENTRY"))
-    layout = re.sub(r"^HloModule [^,\s]+", "HloModule", header[0]) if header else ""
-    return hashlib.sha256(f"{layout}\n{hashes[entry]}".encode()).hexdigest()
-
-
-def normalize_computations(text: str) -> str:
-    """Give computations short stable names and a deterministic callee-first order.
-
-    Every StableHLO round trip appends ".1" to computation names and reorders independent
-    computations; this keeps module text from drifting as it goes through many passes.
-    """
-    import sys
-
-    split = _split_computations(text)
-    if split is None:
-        return text  # not the layout XLA prints: leave it to the parser to complain
-    header, blocks = split
-    names = [_COMPUTATION_HEADER.match(block[0]).group(2) for block in blocks]
-    entry = next(i for i, block in enumerate(blocks) if block[0].startswith("ENTRY"))
-    known = set(names)
-    callees = [{name for line in block[1:] for name in _callees(line) if name in known} for block in blocks]
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 100_000))
-    try:
-        keys = _computation_hashes(blocks)
-    finally:
-        sys.setrecursionlimit(limit)
-    # Kahn's algorithm: callees first, ties broken by structure (then old name), ENTRY last.
-    placed: list[int] = []
-    done: set[str] = set()
-    pending = [i for i in range(len(blocks)) if i != entry]
-    while pending:
-        ready = [i for i in pending if callees[i] <= done]
-        if not ready:
-            return text  # a cycle cannot be printed by XLA; keep the text as it is
-        chosen = min(ready, key=lambda i: (keys[names[i]], names[i]))
-        placed.append(chosen)
-        done.add(names[chosen])
-        pending.remove(chosen)
-    placed.append(entry)
-    renames = {}
-    for position, index in enumerate(placed):
-        base = re.sub(r"(?:\.\d+)+$", "", names[index])
-        base = re.sub(r"_c\d+$", "", base) or "computation"
-        renames[names[index]] = f"{base}_c{position}"
-
-    def rename(match: re.Match[str]) -> str:
-        return "%" + renames.get(match.group(1), match.group(1))
-
-    out = list(header)
-    for index in placed:
-        out.extend(_IDENTIFIER.sub(rename, line) for line in blocks[index])
-        out.append("")
-    return "\n".join(out)
+    canonical, fingerprint = normalized_text_and_fingerprint(to_text(module))
+    return {"name": module.name, "text": canonical, "fingerprint": fingerprint}
 
 
 def run_pass(text: str, pass_name: str, disabled_passes: list[str]) -> dict[str, Any]:
-    """Run one pass: every name in `disabled_passes` is off; return the module after the first run."""
+    """Run one pass: every name in `disabled_passes` is off; return the module after the first run.
+
+    When XLA's module is byte for byte the same before and after the pass, the answer is
+    {"unchanged": True}: the input stands as it is (and canonicalizing it again is skipped).
+    """
     started = time.perf_counter()
     dumps = _compile_to_stop(
         text,
         {"xla_disable_hlo_passes": ",".join(disabled_passes)},
-        dump_regex=f"^{re.escape(pass_name)}$",
+        dump_regex=f"^({re.escape(pass_name)}|pipeline-start)$",
     )
-    after = sorted((s for s in dumps if f".after_{pass_name}." in s), key=_dump_step)
-    if not after:
+    ordered = sorted((s for s in dumps if s != "before_optimizations"), key=_dump_step)
+    first = next((i for i, s in enumerate(ordered) if f".after_{pass_name}." in s), None)
+    if first is None:
         raise CompilerFailure(f"pass {pass_name} did not run (is it in this jaxlib's CPU pipeline?)")
-    result = describe(_dump_text(dumps[after[0]]))
+    after = _hlo_module_field(dumps[ordered[first]])
+    # The pipeline-start dump just before the pass's first run is the module the pass was given.
+    given = ordered[first - 1] if first > 0 else None
+    if (
+        given is not None
+        and given.endswith(f".before_{pass_name}")
+        and _hlo_module_field(dumps[given]) == after
+    ):
+        return {"unchanged": True, "seconds": time.perf_counter() - started}
+    result = describe(_dump_text(dumps[ordered[first]]))
     result["seconds"] = time.perf_counter() - started
     return result
 
@@ -473,7 +334,7 @@ def features(text: str) -> dict[str, Any]:
             continue
         for instruction in computation.instructions():
             histogram[_opcode_name(instruction.opcode)] += 1
-            for callee in _callees(instruction.to_string()):
+            for callee in callees(instruction.to_string()):
                 if callee not in reachable:
                     reachable.add(callee)
                     frontier.append(callee)
@@ -484,14 +345,6 @@ def features(text: str) -> dict[str, Any]:
         "computations": len(reachable),
         "cost": cost_analysis(module),
     }
-
-
-def _callees(instruction_text: str) -> list[str]:
-    names = _COMPUTATION_REFERENCE.findall(instruction_text)
-    for pattern in (_BRANCH_COMPUTATIONS, _CALLED_COMPUTATIONS):
-        for group in pattern.findall(instruction_text):
-            names.extend(name.strip().lstrip("%") for name in group.split(",") if name.strip())
-    return names
 
 
 def _opcode_name(opcode: Any) -> str:

@@ -151,6 +151,10 @@ class PassDriver:
             module, REQUIRED_PASSES_KEY, disabled=self.catalogue.disabled_for_required_only()
         )
 
+    def fair_op_count(self, module: HloModule) -> int:
+        """The op count of a sequence's result: required passes applied, counted at the counting point."""
+        return self.features(self.run_required_passes(module)).op_count
+
     def full_compile_seconds(self, module: HloModule) -> float:
         """Wall time of a full XLA CPU compile of the module, in a worker."""
         return float(self.call_compiler("full_compile_seconds", None, module))
@@ -167,9 +171,14 @@ class PassDriver:
 
     def _transition(self, module: HloModule, key: str, function: str, **arguments: Any) -> HloModule:
         """The module after compiler function `function` (cached under `key`)."""
-        record = self._cached_or_run(
-            module, key, lambda: self.call_compiler(function, key, module, **arguments)
-        )
+
+        def run() -> dict[str, Any]:
+            result = self.call_compiler(function, key, module, **arguments)
+            if result.get("unchanged"):  # the pass left XLA's module as it was given
+                return {"text": module.text, "name": module.name, "fingerprint": module.fingerprint}
+            return result
+
+        record = self._cached_or_run(module, key, run)
         return HloModule(record["text"], record["name"], record["fingerprint"], f"{module.source} | {key}")
 
     def _cached_or_run(self, module: HloModule, key: str, run: Any) -> dict[str, Any]:

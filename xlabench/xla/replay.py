@@ -1,0 +1,112 @@
+"""Replay of XLA's own default pipeline through `apply_pass`, one single pass at a time.
+
+This is the fidelity check of the whole driver: every comparison of a pass sequence with XLA's
+default pipeline assumes that sequences of single passes can express what the pipeline does. The
+replay applies, in pipeline order, every pass that runs before the counting point -- required and
+action passes alike -- iterating each fixed-point pipeline (XLA's `HloPassFix`) until a whole round
+leaves the module's fingerprint unchanged, as XLA does. The result is then counted exactly as a
+policy's sequence is (`PassDriver.fair_op_count`), so replay and default should land on the same count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from xlabench.errors import CompilerError
+from xlabench.xla.catalogue import COUNTING_POINT_PASS, PassCatalogue
+from xlabench.xla.driver import PassDriver
+from xlabench.xla.module import HloModule
+
+# XLA's HloPassFix gives up after this many rounds (hlo_pass_fix.h, kIterationLimit).
+FIXED_POINT_ROUND_LIMIT = 25
+
+
+@dataclass(frozen=True)
+class PipelineStage:
+    """One node of the pipeline before the counting point: a pass, or a pipeline of stages."""
+
+    name: str
+    children: tuple[PipelineStage, ...] = ()
+    is_pipeline: bool = False
+    fixed_point: bool = False
+
+    def pass_names(self) -> list[str]:
+        """Every pass run by one round of this stage, in order."""
+        if not self.is_pipeline:
+            return [self.name]
+        return [name for child in self.children for name in child.pass_names()]
+
+
+def default_pipeline_stages(catalogue: PassCatalogue) -> list[PipelineStage]:
+    """XLA's CPU pipeline as stages, cut just before the first run of the counting-point pass."""
+    reached = False
+
+    def build(nodes: list[dict[str, Any]]) -> list[PipelineStage]:
+        nonlocal reached
+        stages: list[PipelineStage] = []
+        for node in nodes:
+            if reached:
+                break
+            if "children" in node:
+                children = build(node["children"])
+                if children:
+                    stages.append(
+                        PipelineStage(node["name"], tuple(children), True, bool(node.get("fixed_point")))
+                    )
+            elif node["name"] == COUNTING_POINT_PASS:
+                reached = True
+            else:
+                stages.append(PipelineStage(node["name"]))
+        return stages
+
+    stages = build(catalogue.tree)
+    if not reached:
+        raise RuntimeError(f"the installed XLA CPU pipeline never runs {COUNTING_POINT_PASS}")
+    return stages
+
+
+@dataclass
+class Replay:
+    """What a replay did: the module it ended with and every single-pass application."""
+
+    module: HloModule
+    applications: int = 0
+    passes: list[str] = field(default_factory=list)
+    errors: list[CompilerError] = field(default_factory=list)
+    fixed_point_rounds: dict[str, list[int]] = field(default_factory=dict)
+
+
+def replay_default_pipeline(driver: PassDriver, module: HloModule) -> Replay:
+    """Apply XLA's default pipeline to `module` one pass at a time, up to the counting point.
+
+    A pass that fails leaves the module as it was; its error is recorded and the replay goes on.
+    """
+    replay = Replay(module)
+
+    def run(stage: PipelineStage) -> None:
+        if not stage.is_pipeline:
+            replay.applications += 1
+            replay.passes.append(stage.name)
+            try:
+                replay.module = driver.apply_pass(replay.module, stage.name)
+            except CompilerError as error:
+                replay.errors.append(error)
+            return
+        if not stage.fixed_point:
+            for child in stage.children:
+                run(child)
+            return
+        rounds = 0
+        while rounds < FIXED_POINT_ROUND_LIMIT:
+            rounds += 1
+            before = replay.module.fingerprint
+            for child in stage.children:
+                run(child)
+            if replay.module.fingerprint == before:
+                break
+        replay.fixed_point_rounds.setdefault(stage.name, []).append(rounds)
+
+    for stage in default_pipeline_stages(driver.catalogue):
+        run(stage)
+    return replay
