@@ -154,6 +154,7 @@ class FuzzTally:
     unstable_differences: list[str] = field(default_factory=list)
     sequences_checked: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    label: str = "fuzz"  # names the benchmark in progress lines
 
     def record(self, pass_name: str, outcome: str, detail: str = "") -> None:
         """Count one application (and say how far the run is, every 250)."""
@@ -163,7 +164,9 @@ class FuzzTally:
                 self.errors[pass_name].append(detail)
             done = sum(sum(counter.values()) for counter in self.outcomes.values())
             if done % 250 == 0:
-                print(f"fuzz: {done} applications, {dict(self.totals())}", file=sys.stderr, flush=True)
+                print(
+                    f"{self.label}: {done} applications, {dict(self.totals())}", file=sys.stderr, flush=True
+                )
 
     def totals(self) -> collections.Counter[str]:
         """Outcome counts over every pass."""
@@ -491,7 +494,7 @@ def run_standalone_benchmark(args: argparse.Namespace) -> int:
     for pass_name in args.passes or []:
         driver.check_pass(pass_name)
     passes = args.passes or candidates
-    tally = FuzzTally()
+    tally = FuzzTally(label="passes")
     failures: dict[str, list[str]] = collections.defaultdict(list)
     started = time.perf_counter()
 

@@ -278,22 +278,16 @@ def run_pass(text: str, pass_name: str, disabled_passes: list[str]) -> dict[str,
     dumps = _compile_to_stop(
         text,
         {"xla_disable_hlo_passes": ",".join(disabled_passes)},
-        dump_regex=f"^({re.escape(pass_name)}|pipeline-start)$",
+        dump_regex=f"^{re.escape(pass_name)}$",
     )
-    ordered = sorted((s for s in dumps if s != "before_optimizations"), key=_dump_step)
-    first = next((i for i, s in enumerate(ordered) if f".after_{pass_name}." in s), None)
-    if first is None:
+    after = sorted((s for s in dumps if f".after_{pass_name}." in s), key=_dump_step)
+    if not after:
         raise CompilerFailure(f"pass {pass_name} did not run (is it in this jaxlib's CPU pipeline?)")
-    after = _hlo_module_field(dumps[ordered[first]])
-    # The pipeline-start dump just before the pass's first run is the module the pass was given.
-    given = ordered[first - 1] if first > 0 else None
-    if (
-        given is not None
-        and given.endswith(f".before_{pass_name}")
-        and _hlo_module_field(dumps[given]) == after
-    ):
+    # Every other pass is off, so the module XLA started from is the one the pass was given.
+    given = dumps.get("before_optimizations")
+    if given is not None and _hlo_module_field(given) == _hlo_module_field(dumps[after[0]]):
         return {"unchanged": True, "seconds": time.perf_counter() - started}
-    result = describe(_dump_text(dumps[ordered[first]]))
+    result = describe(_dump_text(dumps[after[0]]))
     result["seconds"] = time.perf_counter() - started
     return result
 

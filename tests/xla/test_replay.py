@@ -1,0 +1,66 @@
+"""Replay of XLA's default pipeline, one single pass at a time: the canary of the driver's fidelity.
+
+If a jaxlib bump changes how passes run alone (or the catalogue misses a pass), the replay stops
+landing on XLA's own count and these tests fail. `xlabench bench replay all` is the full version.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from xlabench.cli import main
+from xlabench.graphs import resolve_graphs
+from xlabench.xla.bench import REPLAY_TOLERANCE
+from xlabench.xla.catalogue import COUNTING_POINT_PASS
+from xlabench.xla.replay import FIXED_POINT_ROUND_LIMIT, default_pipeline_stages, replay_default_pipeline
+
+# Small graphs of three families (while loops from lax.scan, calls with several sites, convolutions).
+CANARY_GRAPHS = (
+    "recurrent-gru-infer-l1-h128-s16-b8-f32",
+    "gnn-infer-l1-d64-n64-e256-f32",
+    "resnet-infer-n111-w16-i32-b4-f32",
+)
+
+
+def test_pipeline_stages_follow_xla_up_to_the_counting_point(fresh_driver):
+    stages = default_pipeline_stages(fresh_driver.catalogue)
+    passes = [name for stage in stages for name in stage.pass_names()]
+    assert COUNTING_POINT_PASS not in passes
+    assert passes.index("flatten-call-graph") < passes.index("call-inliner") < passes.index("algsimp")
+    pipelines = {}
+    for stage in stages:
+        for child in (stage, *stage.children):
+            if child.is_pipeline:
+                pipelines[child.name] = child
+    assert pipelines["simplification"].fixed_point
+    assert not pipelines["HLO passes through layout assignment"].fixed_point
+    # Every pass the catalogue calls a candidate is replayed.
+    assert set(fresh_driver.catalogue.candidate_passes()) <= set(passes)
+
+
+def test_replay_lands_on_xlas_own_count(fresh_driver, shared_calls_module):
+    module = shared_calls_module
+    default = fresh_driver.features(fresh_driver.run_default_pipeline(module)).op_count
+    replay = replay_default_pipeline(fresh_driver, module)
+    assert replay.errors == []
+    assert all(
+        rounds < FIXED_POINT_ROUND_LIMIT for runs in replay.fixed_point_rounds.values() for rounds in runs
+    )
+    assert fresh_driver.fair_op_count(replay.module) == default
+
+
+def test_bench_replay_json_reports_every_graph_within_tolerance(capsys, tmp_path):
+    for graph in resolve_graphs("all"):
+        if graph.name in CANARY_GRAPHS:
+            shutil.copy(graph.path, tmp_path / graph.path.name)
+    code = main(["bench", "replay", str(tmp_path), "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert sorted(row["name"] for row in report["graphs"]) == sorted(CANARY_GRAPHS)
+    for row in report["graphs"]:
+        assert set(row) >= {"name", "D", "replay", "ratio", "applications"}
+        assert row["ratio"] == row["D"] / row["replay"]
+        assert abs(row["ratio"] - 1) <= REPLAY_TOLERANCE, row
+        assert row["applications"] > 100  # every pass before the counting point, at least once
+    assert abs(report["geomean_ratio"] - 1) <= REPLAY_TOLERANCE
