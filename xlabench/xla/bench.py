@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xlabench.errors import CompilerError, UserInputError
-from xlabench.xla.catalogue import DEFAULT_ACTION_SET
+from xlabench.xla.catalogue import ACTION_SETS, DEFAULT_ACTION_SET
 from xlabench.xla.driver import PassDriver
 from xlabench.xla.execute import compare_outputs, execute, random_inputs
 from xlabench.xla.module import HloModule
@@ -42,6 +42,13 @@ FUZZ_GRAPH_CHOICES = (
 )
 
 
+def _add_actions_argument(parser: argparse.ArgumentParser) -> None:
+    """The `--actions NAME` option every benchmark that applies actions takes."""
+    parser.add_argument(
+        "--actions", default=DEFAULT_ACTION_SET, help=f"action set ({', '.join(ACTION_SETS)})"
+    )
+
+
 def register(bench_subparsers: Any) -> None:
     """Add `driver` and `fuzz` under `xlabench bench`."""
     driver = bench_subparsers.add_parser("driver", help="median apply_pass seconds vs full-compile seconds")
@@ -49,7 +56,7 @@ def register(bench_subparsers: Any) -> None:
         "graph", nargs="?", help="an .hlo file or suite graph (default: a ~1,000-op GPT-2 step)"
     )
     driver.add_argument("--rounds", type=int, default=5, help="rounds over every action pass")
-    driver.add_argument("--actions", default=DEFAULT_ACTION_SET, help="action set (all, simplification)")
+    _add_actions_argument(driver)
     driver.add_argument("--json", action="store_true", help="print one JSON object")
     driver.set_defaults(handler=run_driver_benchmark)
 
@@ -58,7 +65,7 @@ def register(bench_subparsers: Any) -> None:
     fuzz.add_argument("--singles", type=int, default=2000, help="random single-pass applications")
     fuzz.add_argument("--sequences", type=int, default=200, help="random sequences")
     fuzz.add_argument("--length", type=int, default=20, help="passes per sequence")
-    fuzz.add_argument("--actions", default=DEFAULT_ACTION_SET, help="action set (all, simplification)")
+    _add_actions_argument(fuzz)
     fuzz.add_argument("--workers", type=int, default=2, help="compiler worker processes")
     fuzz.add_argument("--seed", type=int, default=0)
     fuzz.add_argument("--use-cache", action="store_true", help="reuse cached transitions (default: fresh)")
