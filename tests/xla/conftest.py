@@ -30,6 +30,18 @@ def mixed_module() -> HloModule:
     return HloModule.from_file(DATA / "mixed.hlo")
 
 
+@pytest.fixture(scope="session")
+def bf16_branches_module() -> HloModule:
+    """JAX-lowered gradient through a lax.cond whose branches multiply (transposed) bf16 matrices."""
+    return HloModule.from_file(DATA / "bf16_branches.hlo")
+
+
+@pytest.fixture(scope="session")
+def grouped_bf16_conv_module() -> HloModule:
+    """JAX-lowered bf16 convolution with feature_group_count=2."""
+    return HloModule.from_file(DATA / "grouped_bf16_conv.hlo")
+
+
 @pytest.fixture
 def fresh_driver(tmp_path: Path) -> PassDriver:
     """A driver with its own empty transition cache and crash directory."""

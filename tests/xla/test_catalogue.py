@@ -61,6 +61,35 @@ def test_classification_uses_first_run_and_counting_point():
     assert {"dce", "first", "layout-assignment", "cse"} <= set(disabled)
 
 
+def test_instances_and_what_the_required_only_pipeline_runs_after_a_sequence():
+    tree = [
+        {
+            "name": "outer",
+            "children": [
+                {"name": "expander"},
+                {"name": "inner", "fixed_point": True, "children": [{"name": "dce"}, {"name": "expander"}]},
+                {"name": "expander"},
+                {"name": "normalizer"},
+                {"name": "layout-assignment"},
+                {"name": "normalizer"},
+                {"name": "copy-insertion"},
+            ],
+        }
+    ]
+    classified = catalogue.classify(tree, "test")
+    # Every time a pass appears before the counting point is an instance; the first is its name.
+    every_instance = ("expander", "expander@outer/inner#1", "expander@outer#2")
+    assert classified.passes["expander"].instances == every_instance
+    assert classified.passes["normalizer"].instances == ("normalizer",)
+    assert classified.passes["copy-insertion"].instances == ()
+    # An orderable pass runs again after a sequence unless the sequence applied every instance.
+    assert classified.disabled_for_required_only() == ["dce"]
+    assert classified.disabled_for_required_only(["normalizer", "expander"]) == ["dce", "normalizer"]
+    assert classified.disabled_for_required_only(every_instance) == ["dce", "expander"]
+    # Required passes always run, whatever the sequence claims to have applied.
+    assert classified.disabled_for_required_only(["layout-assignment", "copy-insertion"]) == ["dce"]
+
+
 def test_installed_pipeline_is_discovered_and_classified():
     found = catalogue.load_catalogue()
     actions = found.action_passes()

@@ -60,6 +60,34 @@ def test_default_pipeline_and_required_passes_count_at_the_same_point(fresh_driv
     assert "copy" not in fresh_driver.features(default).histogram
 
 
+def test_required_passes_do_not_rerun_an_orderable_pass_the_sequence_applied(
+    fresh_driver, bf16_branches_module
+):
+    default = fresh_driver.run_default_pipeline(bf16_branches_module)
+    own_count = fresh_driver.features(default).op_count
+    # Normalizing bf16 again after algsimp removed converts is not idempotent: two converts come back.
+    rerun = fresh_driver.run_required_passes(default)
+    assert fresh_driver.features(rerun).histogram["convert"] == (
+        fresh_driver.features(default).histogram["convert"] + 2
+    )
+    # A sequence that applied it (as XLA's pipeline did, once) is not charged for a second run.
+    assert fresh_driver.fair_op_count(default, ["float-normalization-bf16"]) == own_count
+    assert fresh_driver.fair_op_count(default) == own_count + 2
+
+
+def test_a_later_instance_of_a_pass_runs_with_its_own_options(fresh_driver, grouped_bf16_conv_module):
+    module = grouped_bf16_conv_module
+    path = fresh_driver.catalogue.passes["convolution-group-converter"].ancestors
+    # XLA adds convolution-group-converter twice: first for batch groups only, then for feature
+    # groups of types other than f16/f32. The action (first instance) leaves this convolution alone.
+    first = fresh_driver.apply_pass(module, "convolution-group-converter")
+    assert first.fingerprint == module.fingerprint
+    second = fresh_driver.apply_pass(module, "convolution-group-converter", path, occurrence=2)
+    assert "feature_group_count=2" in module.text and "feature_group_count" not in second.text
+    with pytest.raises(CompilerError, match="did not run in pipeline"):
+        fresh_driver.apply_pass(module, "convolution-group-converter", path, occurrence=3)
+
+
 def test_unknown_pass_and_pipeline_names_are_rejected(fresh_driver, redundant_module):
     with pytest.raises(UnknownPassError, match="did you mean algsimp"):
         fresh_driver.apply_pass(redundant_module, "algsimpp")

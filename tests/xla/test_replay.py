@@ -50,6 +50,17 @@ def test_replay_lands_on_xlas_own_count(fresh_driver, shared_calls_module):
     assert fresh_driver.fair_op_count(replay.module) == default
 
 
+def test_replay_reaches_xlas_module_and_counts_as_it(fresh_driver, bf16_branches_module):
+    default = fresh_driver.run_default_pipeline(bf16_branches_module)
+    replay = replay_default_pipeline(fresh_driver, bf16_branches_module)
+    assert replay.errors == []
+    assert replay.module.fingerprint == default.fingerprint
+    # Both instances of convolution-group-converter were replayed, each under its own key.
+    assert "convolution-group-converter" in replay.passes
+    assert any(key.startswith("convolution-group-converter@") for key in replay.passes)
+    assert fresh_driver.fair_op_count(replay.module, replay.passes) == fresh_driver.features(default).op_count
+
+
 def test_bench_replay_json_reports_every_graph_within_tolerance(capsys, tmp_path):
     for graph in resolve_graphs("all"):
         if graph.name in CANARY_GRAPHS:
@@ -62,5 +73,6 @@ def test_bench_replay_json_reports_every_graph_within_tolerance(capsys, tmp_path
         assert set(row) >= {"name", "D", "replay", "ratio", "applications"}
         assert row["ratio"] == row["D"] / row["replay"]
         assert abs(row["ratio"] - 1) <= REPLAY_TOLERANCE, row
+        assert row["same_module"], row  # on these graphs the replay ends on XLA's very module
         assert row["applications"] > 100  # every pass before the counting point, at least once
     assert abs(report["geomean_ratio"] - 1) <= REPLAY_TOLERANCE

@@ -269,7 +269,7 @@ def run_fuzz(args: argparse.Namespace) -> int:
             module = _apply_counted(driver, module, pass_name, tally)
         inputs, expected = references[original.fingerprint]
         try:
-            actual = execute(module, inputs, required_only=True, driver=driver).outputs
+            actual = execute(module, inputs, required_only=True, driver=driver, applied=passes).outputs
         except CompilerError as error:
             with tally.lock:
                 tally.numeric_mismatches.append(f"{original.source} {passes}: {error}")
@@ -354,7 +354,7 @@ def run_fuzz(args: argparse.Namespace) -> int:
 
 # Replay within this fraction of XLA's own count is a match (the fidelity target).
 REPLAY_TOLERANCE = 0.01
-REPLAY_FIELDS = ("name", "family", "I", "D", "replay", "ratio", "applications", "error")
+REPLAY_FIELDS = ("name", "family", "I", "D", "replay", "ratio", "same_module", "applications", "error")
 
 
 def _geomean(values: list[float]) -> float:
@@ -370,9 +370,12 @@ def replay_graph(driver: PassDriver, graph: Any) -> dict[str, Any]:
     try:
         module = driver.load(graph.hlo_text(), graph.name)
         row["I"] = driver.features(module).op_count
-        row["D"] = driver.features(driver.run_default_pipeline(module)).op_count
+        default = driver.run_default_pipeline(module)
+        row["D"] = driver.features(default).op_count
         replay = replay_default_pipeline(driver, module)
-        row["replay"] = driver.fair_op_count(replay.module)
+        row["replay"] = driver.fair_op_count(replay.module, replay.passes)
+        # Whether the replay ends on XLA's very module (before counting), not just its count.
+        row["same_module"] = replay.module.fingerprint == default.fingerprint
     except CompilerError as error:
         row.update({"error": str(error), "seconds": time.perf_counter() - started})
         return row
@@ -400,6 +403,7 @@ def replay_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "failed": len(selected) - len(measured),
             "geomean_ratio": _geomean([row["ratio"] for row in measured]),
             "within_tolerance": len(within),
+            "same_module": sum(1 for row in measured if row.get("same_module")),
             "worst": None if worst is None else {"name": worst["name"], "ratio": worst["ratio"]},
         }
 
@@ -447,38 +451,36 @@ def run_replay_benchmark(args: argparse.Namespace) -> int:
     pool.close()
     rows.sort(key=lambda row: row["name"])
     summary = replay_summary(rows)
-    graphs_out = [
-        {
-            key: row.get(key)
-            for key in ("name", "family", "I", "D", "replay", "ratio", "applications", "error")
-        }
-        for row in rows
-    ]
+    graphs_out = [{key: row.get(key) for key in REPLAY_FIELDS} for row in rows]
     if args.json:
         print(
             json.dumps({"geomean_ratio": summary["geomean_ratio"], "summary": summary, "graphs": graphs_out})
         )
         return 0 if summary["failed"] == 0 else 1
-    print(f"{'graph':52} {'I':>6} {'D':>6} {'replay':>6} {'D/replay':>8} {'passes':>6}")
+    print(f"{'graph':52} {'I':>6} {'D':>6} {'replay':>6} {'D/replay':>8} {'same':>4} {'passes':>6}")
     for row in rows:
         if "ratio" in row:
             mark = "" if abs(row["ratio"] - 1) <= REPLAY_TOLERANCE else "  *"
             print(
                 f"{row['name']:52} {row['I']:6} {row['D']:6} {row['replay']:6} {row['ratio']:8.4f} "
-                f"{row['applications']:6}{mark}"
+                f"{'yes' if row['same_module'] else 'no':>4} {row['applications']:6}{mark}"
             )
         else:
             print(f"{row['name']:52} FAILED: {row['error']}")
-    print(f"\n{'family':14} {'graphs':>6} {'within 1%':>9} {'geomean D/replay':>16}  worst graph")
+    print(
+        f"\n{'family':14} {'graphs':>6} {'within 1%':>9} {'same module':>11} {'geomean D/replay':>16}"
+        "  worst graph"
+    )
     for family, part in summary["families"].items():
         worst = part["worst"]
         worst_text = f"{worst['name']} ({worst['ratio']:.4f})" if worst else "-"
         print(
-            f"{family:14} {part['graphs']:6} {part['within_tolerance']:9} {part['geomean_ratio']:16.4f}  "
-            f"{worst_text}"
+            f"{family:14} {part['graphs']:6} {part['within_tolerance']:9} {part['same_module']:11} "
+            f"{part['geomean_ratio']:16.4f}  {worst_text}"
         )
     print(
         f"all: {summary['graphs']} graphs, {summary['within_tolerance']} within 1% of D, "
+        f"{summary['same_module']} ending on XLA's very module, "
         f"geomean D/replay {summary['geomean_ratio']:.4f}, {summary['failed']} failed; "
         f"target {'met' if summary['meets_target'] else 'NOT met'} "
         f"({time.perf_counter() - started:.0f} s, {'cache off' if args.no_cache else 'cache on'})"

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -94,6 +95,8 @@ class PassInfo:
     position: int  # order of its first run in the flattened pipeline
     runs: int  # how many times it appears in the pipeline
     description: str = ""
+    # One key per time it appears before the counting point (`instance_key`), in pipeline order.
+    instances: tuple[str, ...] = ()
 
 
 @dataclass
@@ -125,20 +128,41 @@ class PassCatalogue:
         """The entry for one pass name, or None."""
         return self.passes.get(pass_name)
 
-    def disabled_for_single_pass(self, pass_name: str) -> list[str]:
-        """Names to disable so that only `pass_name` runs, then the stop pass ends the compile."""
+    def disabled_for_single_pass(
+        self, pass_name: str, pipeline_path: tuple[str, ...] | None = None
+    ) -> list[str]:
+        """Names to disable so that only `pass_name` runs, then the stop pass ends the compile.
+
+        The pass runs inside the pipelines of `pipeline_path` (outermost first), by default those
+        around its first run.
+        """
         info = self.passes[pass_name]
         stop = self.passes[STOP_PASS]
-        enabled = {pass_name, *info.ancestors, STOP_PASS, *stop.ancestors}
+        path = info.ancestors if pipeline_path is None else pipeline_path
+        enabled = {pass_name, *path, STOP_PASS, *stop.ancestors}
         return sorted(name for name in self.passes if name not in enabled)
 
-    def disabled_for_required_only(self) -> list[str]:
-        """Names to disable so that only required passes run: every simplification pass.
+    def disabled_for_required_only(self, applied_instances: Iterable[str] = ()) -> list[str]:
+        """Names to disable so that only required passes run after a sequence.
 
-        Orderable and excluded passes stay on: the backend needs them (the CPU emitter CHECK-fails
-        on gathers that gather_simplifier has not canonicalized, on bf16 ops nothing normalized).
+        Every simplification pass is off: the sequence is what applies them. Orderable and excluded
+        passes stay on -- the backend needs them (the CPU emitter CHECK-fails on gathers that
+        gather_simplifier has not canonicalized, on bf16 ops nothing normalized) -- except a pass
+        whose every instance the sequence applied itself (`applied_instances` holds the
+        `instance_key`s of what it applied): as in XLA's pipeline, each instance runs once, there
+        where the sequence put it. Running one again after the simplifications that followed it is
+        not idempotent (convolution-canonicalization re-inserts the transposes algsimp folded,
+        bf16 normalization the converts algsimp removed), so XLA's own module would not count as
+        itself. A pass XLA adds twice with different options (convolution-group-converter) keeps
+        running until the sequence applied both.
         """
-        return sorted(name for name, info in self.passes.items() if info.kind == "simplification")
+        applied = set(applied_instances)
+        return sorted(
+            name
+            for name, info in self.passes.items()
+            if info.kind == "simplification"
+            or (info.kind in CANDIDATE_KINDS and info.instances and applied.issuperset(info.instances))
+        )
 
     def counting_point_siblings(self) -> list[str]:
         """Names of the passes in the pipeline that holds the counting-point pass."""
@@ -165,7 +189,13 @@ class PassCatalogue:
     def from_dict(cls, data: dict[str, Any]) -> PassCatalogue:
         """Inverse of to_dict."""
         passes = {
-            entry["name"]: PassInfo(**{**entry, "ancestors": tuple(entry["ancestors"])})
+            entry["name"]: PassInfo(
+                **{
+                    **entry,
+                    "ancestors": tuple(entry["ancestors"]),
+                    "instances": tuple(entry.get("instances", ())),
+                }
+            )
             for entry in data["passes"]
         }
         return cls(jaxlib_version=data["jaxlib_version"], tree=data["tree"], passes=passes)
@@ -228,19 +258,38 @@ def _walk(nodes: list[dict[str, Any]]):
         yield from _walk(node.get("children", []))
 
 
+def instance_key(pass_name: str, pipeline_path: tuple[str, ...], occurrence: int, first: bool) -> str:
+    """Name one instance of a pass: its name for the first, "name@outer/inner#k" for the others.
+
+    `occurrence` k counts the times the pass appears directly in the innermost pipeline of
+    `pipeline_path`. The key is also the transition-cache key of applying that instance.
+    """
+    return pass_name if first else f"{pass_name}@{'/'.join(pipeline_path)}#{occurrence}"
+
+
 def classify(tree: list[dict[str, Any]], jaxlib_version: str) -> PassCatalogue:
-    """Give every distinct name in the tree its class, ancestors and first position."""
+    """Give every distinct name in the tree its class, ancestors, first position and instances."""
     passes: dict[str, PassInfo] = {}
     counts: dict[str, int] = {}
     order: list[tuple[str, tuple[str, ...], bool]] = []
+    instances: dict[str, list[str]] = {}
+    counting_point_reached = False
 
     def visit(nodes: list[dict[str, Any]], ancestors: tuple[str, ...]) -> None:
+        nonlocal counting_point_reached
+        occurrences: dict[str, int] = {}
         for node in nodes:
-            is_pipeline = "children" in node
-            order.append((node["name"], ancestors, is_pipeline))
-            counts[node["name"]] = counts.get(node["name"], 0) + 1
+            name, is_pipeline = node["name"], "children" in node
+            order.append((name, ancestors, is_pipeline))
+            counts[name] = counts.get(name, 0) + 1
             if is_pipeline:
-                visit(node["children"], (*ancestors, node["name"]))
+                visit(node["children"], (*ancestors, name))
+                continue
+            occurrences[name] = occurrences.get(name, 0) + 1
+            counting_point_reached = counting_point_reached or name == COUNTING_POINT_PASS
+            if not counting_point_reached:
+                keys = instances.setdefault(name, [])
+                keys.append(instance_key(name, ancestors, occurrences[name], first=not keys))
 
     visit(tree, ())
     counting_point = next((i for i, (name, _, _) in enumerate(order) if name == COUNTING_POINT_PASS), None)
@@ -263,7 +312,9 @@ def classify(tree: list[dict[str, Any]], jaxlib_version: str) -> PassCatalogue:
         else:
             kind = "orderable"
         description = EXCLUDED_PASSES.get(name) if kind == "excluded" else SIMPLIFICATION_PASSES.get(name, "")
-        passes[name] = PassInfo(name, kind, ancestors, position, counts[name], description or "")
+        passes[name] = PassInfo(
+            name, kind, ancestors, position, counts[name], description or "", tuple(instances.get(name, ()))
+        )
     return PassCatalogue(jaxlib_version=jaxlib_version, tree=tree, passes=passes)
 
 

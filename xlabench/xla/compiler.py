@@ -268,9 +268,17 @@ def describe(text: str) -> dict[str, Any]:
     return {"name": module.name, "text": canonical, "fingerprint": fingerprint}
 
 
-def run_pass(text: str, pass_name: str, disabled_passes: list[str]) -> dict[str, Any]:
-    """Run one pass: every name in `disabled_passes` is off; return the module after the first run.
+def run_pass(
+    text: str,
+    pass_name: str,
+    disabled_passes: list[str],
+    pipeline: str | None = None,
+    occurrence: int = 1,
+) -> dict[str, Any]:
+    """Run one pass: every name in `disabled_passes` is off; return the module after one run.
 
+    The run returned is the `occurrence`-th run of the pass inside `pipeline` (the first run
+    anywhere when `pipeline` is None): XLA may add one pass several times with different options.
     When XLA's module is byte for byte the same before and after the pass, the answer is
     {"unchanged": True}: the input stands as it is (and canonicalizing it again is skipped).
     """
@@ -281,13 +289,19 @@ def run_pass(text: str, pass_name: str, disabled_passes: list[str]) -> dict[str,
         dump_regex=f"^{re.escape(pass_name)}$",
     )
     after = sorted((s for s in dumps if f".after_{pass_name}." in s), key=_dump_step)
-    if not after:
-        raise CompilerFailure(f"pass {pass_name} did not run (is it in this jaxlib's CPU pipeline?)")
+    if pipeline is not None:
+        # Dump names spell the running pipeline with underscores: "0003.simplification.after_dce...".
+        dumped_name = pipeline.replace(" ", "_")
+        after = [s for s in after if s.split(".", 2)[1] == dumped_name]
+    if len(after) < occurrence:
+        where = f" in pipeline {pipeline}" if pipeline is not None else ""
+        raise CompilerFailure(f"pass {pass_name} did not run{where} (is it in this jaxlib's CPU pipeline?)")
+    chosen = after[occurrence - 1]
     # Every other pass is off, so the module XLA started from is the one the pass was given.
     given = dumps.get("before_optimizations")
-    if given is not None and _hlo_module_field(given) == _hlo_module_field(dumps[after[0]]):
+    if given is not None and _hlo_module_field(given) == _hlo_module_field(dumps[chosen]):
         return {"unchanged": True, "seconds": time.perf_counter() - started}
-    result = describe(_dump_text(dumps[after[0]]))
+    result = describe(_dump_text(dumps[chosen]))
     result["seconds"] = time.perf_counter() - started
     return result
 

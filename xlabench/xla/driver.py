@@ -18,6 +18,7 @@ import os
 import re
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +26,13 @@ from xlabench.errors import CompilerError, UnknownPassError, UserInputError
 from xlabench.files import write_atomically
 from xlabench.xla import pool as compiler_pool
 from xlabench.xla.cache import TransitionCache, cache_directory
-from xlabench.xla.catalogue import COUNTING_POINT_PASS, STOP_PASS, PassCatalogue, load_catalogue
+from xlabench.xla.catalogue import (
+    COUNTING_POINT_PASS,
+    STOP_PASS,
+    PassCatalogue,
+    instance_key,
+    load_catalogue,
+)
 from xlabench.xla.features import Features
 from xlabench.xla.module import HloModule
 
@@ -111,15 +118,32 @@ class PassDriver:
         hint = f" (did you mean {', '.join(close)}?)" if close else " (see `xlabench passes`)"
         raise UnknownPassError(f"{pass_name}: unknown pass for jaxlib {self.jaxlib_version}{hint}")
 
-    def apply_pass(self, module: HloModule, pass_name: str) -> HloModule:
-        """The module exactly as it stands after one run of the XLA pass `pass_name`."""
+    def apply_pass(
+        self,
+        module: HloModule,
+        pass_name: str,
+        pipeline_path: tuple[str, ...] | None = None,
+        occurrence: int = 1,
+    ) -> HloModule:
+        """The module exactly as it stands after one run of the XLA pass `pass_name`.
+
+        By default that is the pass as XLA first adds it. XLA adds some passes several times with
+        different options (convolution-group-converter, dot_decomposer, ...): `pipeline_path` (the
+        pipelines around it, outermost first) and `occurrence` (1 for the first time the pass
+        appears directly in the innermost of them) name one of those instances.
+        """
         self.check_pass(pass_name)
+        info = self.catalogue.passes[pass_name]
+        path = info.ancestors if pipeline_path is None else tuple(pipeline_path)
+        key = instance_key(pass_name, path, occurrence, first=path == info.ancestors and occurrence == 1)
         return self._transition(
             module,
-            pass_name,
+            key,
             "run_pass",
             pass_name=pass_name,
-            disabled_passes=self.catalogue.disabled_for_single_pass(pass_name),
+            disabled_passes=self.catalogue.disabled_for_single_pass(pass_name, path),
+            pipeline=path[-1] if path else None,
+            occurrence=occurrence,
         )
 
     def apply_passes(
@@ -145,15 +169,21 @@ class PassDriver:
         """The module after XLA's default CPU pipeline, taken just before layout assignment."""
         return self._run_to_counting_point(module, DEFAULT_PIPELINE_KEY, disabled=[])
 
-    def run_required_passes(self, module: HloModule) -> HloModule:
-        """The module after only the required passes (actions off), taken at the same point."""
-        return self._run_to_counting_point(
-            module, REQUIRED_PASSES_KEY, disabled=self.catalogue.disabled_for_required_only()
-        )
+    def run_required_passes(self, module: HloModule, applied: Iterable[str] = ()) -> HloModule:
+        """The module after only the required passes, taken at the same point as the default.
 
-    def fair_op_count(self, module: HloModule) -> int:
+        `applied` holds the pass instances (`instance_key`s; a plain pass name is its first
+        instance) of the sequence that produced `module`: an orderable pass whose every instance
+        the sequence applied is not run a second time (see `disabled_for_required_only`).
+        """
+        disabled = self.catalogue.disabled_for_required_only(applied)
+        skipped = sorted(set(disabled) - set(self.catalogue.disabled_for_required_only()))
+        key = REQUIRED_PASSES_KEY + (f" without {','.join(skipped)}" if skipped else "")
+        return self._run_to_counting_point(module, key, disabled=disabled)
+
+    def fair_op_count(self, module: HloModule, applied: Iterable[str] = ()) -> int:
         """The op count of a sequence's result: required passes applied, counted at the counting point."""
-        return self.features(self.run_required_passes(module)).op_count
+        return self.features(self.run_required_passes(module, applied)).op_count
 
     def full_compile_seconds(self, module: HloModule) -> float:
         """Wall time of a full XLA CPU compile of the module, in a worker."""

@@ -2,13 +2,15 @@
 
 Two ways to compile a module, so that runtime reflects what a pass sequence did:
 - `default`: XLA's full default pipeline (every pass on), as a user's program would be compiled;
-- `required_only`: the module as it stands (e.g. after a sequence), with every action pass disabled
-  and the passes the CPU backend needs left on.
+- `required_only`: the module as it stands (e.g. after a sequence), with every simplification pass
+  disabled and the passes the CPU backend needs left on (minus orderable passes the sequence
+  applied itself, as when it is counted).
 """
 
 from __future__ import annotations
 
 import statistics
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import ml_dtypes
@@ -76,10 +78,15 @@ def execute(
     repeats: int = 0,
     warmup: int = 0,
     driver: PassDriver | None = None,
+    applied: Iterable[str] = (),
 ) -> Execution:
-    """Compile `module` (default pipeline, or required passes only) and run it on `inputs`."""
+    """Compile `module` (default pipeline, or required passes only) and run it on `inputs`.
+
+    With `required_only`, `applied` names the pass instances of the sequence that produced
+    `module`, as for `PassDriver.run_required_passes`: the executable is the one that is counted.
+    """
     driver = driver or default_driver()
-    disabled = driver.catalogue.disabled_for_required_only() if required_only else []
+    disabled = driver.catalogue.disabled_for_required_only(applied) if required_only else []
     result = driver.call_compiler(
         "compile_and_run",
         "@required-passes" if required_only else "@default-pipeline",

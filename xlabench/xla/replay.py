@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xlabench.errors import CompilerError
-from xlabench.xla.catalogue import COUNTING_POINT_PASS, PassCatalogue
+from xlabench.xla.catalogue import COUNTING_POINT_PASS, PassCatalogue, instance_key
 from xlabench.xla.driver import PassDriver
 from xlabench.xla.module import HloModule
 
@@ -30,6 +30,15 @@ class PipelineStage:
     children: tuple[PipelineStage, ...] = ()
     is_pipeline: bool = False
     fixed_point: bool = False
+    # For a pass: the pipelines around it (outermost first) and which time it appears directly in
+    # the innermost one, so the replay runs this very instance of the pass with its own options.
+    pipeline_path: tuple[str, ...] = ()
+    occurrence: int = 1
+
+    def instance_key(self, catalogue: PassCatalogue) -> str:
+        """The catalogue's key of this pass instance (`catalogue.instance_key`)."""
+        first = self.pipeline_path == catalogue.passes[self.name].ancestors and self.occurrence == 1
+        return instance_key(self.name, self.pipeline_path, self.occurrence, first)
 
     def pass_names(self) -> list[str]:
         """Every pass run by one round of this stage, in order."""
@@ -42,14 +51,15 @@ def default_pipeline_stages(catalogue: PassCatalogue) -> list[PipelineStage]:
     """XLA's CPU pipeline as stages, cut just before the first run of the counting-point pass."""
     reached = False
 
-    def build(nodes: list[dict[str, Any]]) -> list[PipelineStage]:
+    def build(nodes: list[dict[str, Any]], path: tuple[str, ...]) -> list[PipelineStage]:
         nonlocal reached
         stages: list[PipelineStage] = []
+        seen: dict[str, int] = {}
         for node in nodes:
             if reached:
                 break
             if "children" in node:
-                children = build(node["children"])
+                children = build(node["children"], (*path, node["name"]))
                 if children:
                     stages.append(
                         PipelineStage(node["name"], tuple(children), True, bool(node.get("fixed_point")))
@@ -57,10 +67,11 @@ def default_pipeline_stages(catalogue: PassCatalogue) -> list[PipelineStage]:
             elif node["name"] == COUNTING_POINT_PASS:
                 reached = True
             else:
-                stages.append(PipelineStage(node["name"]))
+                seen[node["name"]] = seen.get(node["name"], 0) + 1
+                stages.append(PipelineStage(node["name"], pipeline_path=path, occurrence=seen[node["name"]]))
         return stages
 
-    stages = build(catalogue.tree)
+    stages = build(catalogue.tree, ())
     if not reached:
         raise RuntimeError(f"the installed XLA CPU pipeline never runs {COUNTING_POINT_PASS}")
     return stages
@@ -72,7 +83,7 @@ class Replay:
 
     module: HloModule
     applications: int = 0
-    passes: list[str] = field(default_factory=list)
+    passes: list[str] = field(default_factory=list)  # instance keys, in the order applied
     errors: list[CompilerError] = field(default_factory=list)
     fixed_point_rounds: dict[str, list[int]] = field(default_factory=dict)
 
@@ -87,9 +98,11 @@ def replay_default_pipeline(driver: PassDriver, module: HloModule) -> Replay:
     def run(stage: PipelineStage) -> None:
         if not stage.is_pipeline:
             replay.applications += 1
-            replay.passes.append(stage.name)
+            replay.passes.append(stage.instance_key(driver.catalogue))
             try:
-                replay.module = driver.apply_pass(replay.module, stage.name)
+                replay.module = driver.apply_pass(
+                    replay.module, stage.name, stage.pipeline_path, stage.occurrence
+                )
             except CompilerError as error:
                 replay.errors.append(error)
             return
