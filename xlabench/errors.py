@@ -19,7 +19,9 @@ class CompilerError(XlabenchError):
     """A compiler call that failed: XLA's error status, a crash of the compiler process, or a hang.
 
     `kind` is "error", "crash" or "timeout"; `reproducer` is the directory holding the module text and
-    the pass list that reproduce it.
+    the pass list that reproduce it. `deterministic` says whether the same call would fail the same
+    way again (an error status, a CHECK abort) -- not so a hang or a process killed from outside
+    (the out-of-memory killer) -- and so whether the failure may be cached.
     """
 
     def __init__(
@@ -30,8 +32,10 @@ class CompilerError(XlabenchError):
         fingerprint: str | None = None,
         stderr_tail: str = "",
         reproducer: str | None = None,
+        deterministic: bool = True,
     ) -> None:
         self.kind = kind
+        self.deterministic = deterministic
         self.message = message
         self.pass_name = pass_name
         self.fingerprint = fingerprint

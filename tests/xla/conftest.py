@@ -42,6 +42,12 @@ def grouped_bf16_conv_module() -> HloModule:
     return HloModule.from_file(DATA / "grouped_bf16_conv.hlo")
 
 
+@pytest.fixture(scope="session")
+def spin_module() -> HloModule:
+    """A while loop whose condition is always true: compiling it is quick, running it never ends."""
+    return HloModule.from_file(DATA / "spin.hlo")
+
+
 @pytest.fixture
 def fresh_driver(tmp_path: Path) -> PassDriver:
     """A driver with its own empty transition cache and crash directory."""

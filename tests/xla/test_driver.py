@@ -4,20 +4,26 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import threading
 
+import numpy as np
 import pytest
 
 from xlabench.errors import CompilerError, UnknownPassError, UserInputError
 from xlabench.xla import HloModule, PassDriver
+from xlabench.xla.cache import TransitionCache
 from xlabench.xla.pool import CompilerPool
 
 
 def test_algsimp_simplifies_what_xla_simplifies(fresh_driver, redundant_module):
     assert redundant_module.op_count == 9
+    before = fresh_driver.features(redundant_module).histogram
+    assert before["log"] == 1 and before["exp"] == 1 and before["negate"] == 2
     after = fresh_driver.apply_pass(redundant_module, "algsimp")
     histogram = fresh_driver.features(after).histogram
     # log(exp(y)) -> y and negate(negate(y)) -> y; the duplicated multiply is left for CSE.
-    assert "log" not in histogram and "exponential" not in histogram and "negate" not in histogram
+    assert "log" not in histogram and "exp" not in histogram and "negate" not in histogram
     assert histogram["multiply"] == 2
     assert fresh_driver.features(after).op_count == 5
 
@@ -148,15 +154,24 @@ def test_a_compiler_crash_is_isolated_reported_and_reproducible(tmp_path, mixed_
     assert driver.apply_pass(mixed_module, "algsimp").op_count > 0
 
 
-def test_a_hang_becomes_a_timeout_and_the_worker_is_replaced(tmp_path, mixed_module):
-    driver = PassDriver(pool=CompilerPool(1), use_cache=False, crash_directory=str(tmp_path), timeout=0.01)
+def test_a_hang_becomes_a_timeout_and_the_worker_is_replaced(tmp_path, spin_module, mixed_module):
+    driver = PassDriver(pool=CompilerPool(1), use_cache=False, crash_directory=str(tmp_path), timeout=10)
+    # XLA compiles the endless loop in well under a second, then runs it forever: a real hang.
     with pytest.raises(CompilerError) as raised:
-        driver.full_compile_seconds(mixed_module)
+        driver.call_compiler(
+            "compile_and_run",
+            "spin",
+            spin_module,
+            disabled_passes=[],
+            inputs=[np.int32(0)],
+            repeats=0,
+            warmup=0,
+        )
     assert raised.value.kind == "timeout"
     assert os.path.isdir(raised.value.reproducer)
-    driver.timeout = 300
-    assert driver.full_compile_seconds(mixed_module) > 0
     assert driver.pool.timeouts == 1
+    # The caller goes on: the next call gets a fresh worker and its own answer.
+    assert driver.full_compile_seconds(mixed_module) > 0
 
 
 def test_transition_cache_serves_repeated_applications(fresh_driver, mixed_module):
@@ -171,7 +186,8 @@ def test_a_pass_that_aborts_xla_becomes_a_crash_record_with_a_replayable_reprodu
 
     graph = min(resolve_graphs("gpt2"), key=lambda g: g.instruction_count)
     module = HloModule.from_text(graph.hlo_text(), source=graph.name)
-    driver = PassDriver(pool=CompilerPool(1), use_cache=False, crash_directory=str(tmp_path))
+    cache = TransitionCache(str(tmp_path / "transitions.sqlite"))
+    driver = PassDriver(pool=CompilerPool(1), cache=cache, crash_directory=str(tmp_path))
     # scatter_simplifier alone CHECK-fails on the batched scatter of take_along_axis' gradient.
     with pytest.raises(CompilerError) as raised:
         driver.apply_pass(module, "scatter_simplifier")
@@ -187,3 +203,49 @@ def test_a_pass_that_aborts_xla_becomes_a_crash_record_with_a_replayable_reprodu
     with open(os.path.join(error.reproducer, "passes.txt")) as handle:
         assert handle.read().split() == ["scatter_simplifier"]
     assert driver.apply_pass(module, "cse").op_count > 0
+    # A CHECK abort recurs on the same input: it is cached, and asking again costs no compile.
+    assert error.deterministic and driver.pool.crashes == 1
+    with pytest.raises(CompilerError, match="Check failed"):
+        driver.apply_pass(module, "scatter_simplifier")
+    assert driver.pool.crashes == 1
+
+
+def test_a_worker_killed_from_outside_is_not_cached(tmp_path):
+    from xlabench.graphs import resolve_graphs
+
+    graph = max(resolve_graphs("all"), key=lambda g: g.instruction_count)
+    module = HloModule.from_text(graph.hlo_text(), source=graph.name)
+    cache = TransitionCache(str(tmp_path / "transitions.sqlite"))
+    driver = PassDriver(pool=CompilerPool(1), cache=cache, crash_directory=str(tmp_path))
+    driver.features(module)  # starts the worker
+    (pid,) = driver.pool.worker_pids()
+    # What the out-of-memory killer does: SIGKILL, here in the middle of the largest default compile.
+    threading.Timer(1.0, os.kill, (pid, signal.SIGKILL)).start()
+    with pytest.raises(CompilerError) as raised:
+        driver.run_default_pipeline(module)
+    assert raised.value.kind == "crash" and "signal 9" in raised.value.message
+    assert not raised.value.deterministic and len(cache) == 0
+    # Nothing about the module was learned: the next call compiles it and succeeds.
+    assert driver.features(driver.run_default_pipeline(module)).op_count > 0
+    assert len(cache) == 1
+
+
+def test_a_changed_catalogue_table_or_canonical_form_misses_the_cache(
+    monkeypatch, fresh_driver, redundant_module
+):
+    from xlabench.xla import catalogue, driver
+
+    fresh_driver.run_required_passes(redundant_module)
+    fresh_driver.apply_pass(redundant_module, "algsimp")
+    assert len(fresh_driver.cache) == 2
+    # Editing a class table changes the required-only pipeline: the old record must not be served.
+    tables = {name: text for name, text in catalogue.SIMPLIFICATION_PASSES.items() if name != "cse"}
+    monkeypatch.setattr(catalogue, "SIMPLIFICATION_PASSES", tables)
+    monkeypatch.setattr(catalogue, "_loaded", None)
+    assert "cse" not in fresh_driver.catalogue.disabled_for_required_only()
+    fresh_driver.run_required_passes(redundant_module)
+    assert len(fresh_driver.cache) == 3
+    # So does a new version of the canonical form the records hold.
+    monkeypatch.setattr(driver, "NORMALIZATION_VERSION", driver.NORMALIZATION_VERSION + 1)
+    fresh_driver.apply_pass(redundant_module, "algsimp")
+    assert len(fresh_driver.cache) == 4

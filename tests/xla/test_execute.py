@@ -32,6 +32,27 @@ def test_required_only_compile_of_an_optimized_module_matches_the_default(mixed_
     assert any(output.dtype == np.float32 for output in timed.outputs)
 
 
+def test_required_only_executable_gets_xlas_post_layout_cleanup(mixed_module):
+    driver = default_driver()
+    inputs = random_inputs(mixed_module)
+    counted = driver.run_required_passes(mixed_module)
+    executed = execute(mixed_module, inputs, required_only=True)
+    # The same counted module compiled with XLA's post-layout algsimp/cse/dce off: what a compile
+    # that disabled the simplification passes by name everywhere used to give a sequence's result.
+    without_cleanup = driver.call_compiler(
+        "compile_and_run",
+        None,
+        counted,
+        disabled_passes=[*driver.catalogue.disabled_before_counting_point(), "algsimp", "cse", "dce"],
+        inputs=inputs,
+        repeats=0,
+        warmup=0,
+    )
+    cleaned = sum(executed.optimized_histogram.values())
+    assert cleaned < sum(without_cleanup["optimized_histogram"].values())
+    assert compare_outputs(execute(mixed_module, inputs).outputs, executed.outputs) == []
+
+
 def test_compare_outputs_finds_a_changed_element_and_a_wrong_dtype():
     expected = [np.arange(6, dtype=np.float32), np.ones(3, dtype=ml_dtypes.bfloat16), np.arange(3)]
     assert compare_outputs(expected, [array.copy() for array in expected]) == []
@@ -62,4 +83,5 @@ def test_any_sequence_of_action_passes_preserves_every_output(data, mixed_module
         assert step.error is None, step.error
         module = step.module
     inputs, expected = mixed_reference
-    assert compare_outputs(expected, execute(module, inputs, required_only=True).outputs) == []
+    executed = execute(module, inputs, required_only=True, applied=sequence)
+    assert compare_outputs(expected, executed.outputs) == []

@@ -17,9 +17,10 @@ import importlib
 import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from xlabench.models.common import Program
+if TYPE_CHECKING:  # the models import jax: only building a graph needs them, not every command
+    from xlabench.models.common import Program
 
 SPLITS: tuple[str, ...] = ("train", "test", "unseen")
 UNSEEN_FAMILIES: frozenset[str] = frozenset({"vit", "mlp_mixer", "gnn"})

@@ -1,10 +1,12 @@
 """Persistent caches: where they live, and the transition cache.
 
-The transition cache maps (jaxlib version, module fingerprint, pass) to the module after that pass,
-or to the error it gave. Its file name carries the schema (`CACHE_SCHEMA`, which includes the
-fingerprint version), so records keyed by an older fingerprint are never read. It is one SQLite
-database in WAL mode, so several processes (pytest-xdist workers, parallel environments) read and
-write it at once; each write is one transaction.
+The transition cache maps (jaxlib version, module fingerprint, key) to the module after that
+transition, or to the error it gave; the driver's key names the transition and digests everything
+else that decides its result (see `PassDriver.cache_key`). The file name carries the schema
+(`CACHE_SCHEMA`, which includes the fingerprint version), so records keyed by an older fingerprint
+are never read. It is one SQLite database in WAL mode, so several processes (pytest-xdist workers,
+parallel environments) read and write it at once; each write is one transaction. When it grows past
+`$XLABENCH_CACHE_MAX_MB` (default 4096), the oldest records are dropped.
 """
 
 from __future__ import annotations
@@ -20,7 +22,11 @@ from xlabench.xla.structure import FINGERPRINT_VERSION
 
 # Part of the database's file name: a cache written under another schema is never read.
 # Bump it (or FINGERPRINT_VERSION) whenever a key or a record would mean something else.
-CACHE_SCHEMA = f"v2-f{FINGERPRINT_VERSION}"
+CACHE_SCHEMA = f"v3-f{FINGERPRINT_VERSION}"
+DEFAULT_MAX_MEGABYTES = 4096
+# How often (in writes) the size is checked, and what share of the records an eviction drops.
+_SIZE_CHECK_EVERY = 256
+_EVICTED_FRACTION = 0.25
 
 
 def cache_directory() -> str:
@@ -35,11 +41,15 @@ def cache_directory() -> str:
 class TransitionCache:
     """(jaxlib version, fingerprint, pass) -> result record; safe across processes and threads."""
 
-    def __init__(self, path: str | None = None) -> None:
+    def __init__(self, path: str | None = None, max_megabytes: float | None = None) -> None:
         self.path = path or os.path.join(cache_directory(), f"transitions-{CACHE_SCHEMA}.sqlite")
+        if max_megabytes is None:
+            max_megabytes = float(os.environ.get("XLABENCH_CACHE_MAX_MB", DEFAULT_MAX_MEGABYTES))
+        self.max_bytes = int(max_megabytes * 1024 * 1024)
         self._lock = threading.Lock()
         self._connection: sqlite3.Connection | None = None
         self._pid = -1
+        self._writes = 0
 
     def _connect(self) -> sqlite3.Connection:
         # A connection must not cross fork(): reconnect in a child process.
@@ -52,6 +62,7 @@ class TransitionCache:
                 " jaxlib TEXT NOT NULL, fingerprint TEXT NOT NULL, pass TEXT NOT NULL,"
                 " record BLOB NOT NULL, PRIMARY KEY (jaxlib, fingerprint, pass))"
             )
+            # Eviction drops the oldest rows first: SQLite's rowid grows with every insert.
             self._connection, self._pid = connection, os.getpid()
         return self._connection
 
@@ -77,10 +88,46 @@ class TransitionCache:
         """Store a record (last writer wins; every writer computes the same record)."""
         blob = zlib.compress(json.dumps(record).encode(), 6)
         with self._lock:
-            self._connect().execute(
+            connection = self._connect()
+            connection.execute(
                 "INSERT OR REPLACE INTO transitions (jaxlib, fingerprint, pass, record) VALUES (?, ?, ?, ?)",
                 (jaxlib_version, fingerprint, pass_name, blob),
             )
+            self._writes += 1
+            if self._writes % _SIZE_CHECK_EVERY == 0:
+                self._evict_if_too_large(connection)
+
+    def size_bytes(self) -> int:
+        """Bytes the records occupy (pages in use, free pages not counted)."""
+        with self._lock:
+            return self._used_bytes(self._connect())
+
+    def evict_if_too_large(self) -> int:
+        """Drop the oldest records while the cache is over its size limit; return how many."""
+        with self._lock:
+            return self._evict_if_too_large(self._connect())
+
+    @staticmethod
+    def _used_bytes(connection: sqlite3.Connection) -> int:
+        pages = connection.execute("PRAGMA page_count").fetchone()[0]
+        free = connection.execute("PRAGMA freelist_count").fetchone()[0]
+        page_size = connection.execute("PRAGMA page_size").fetchone()[0]
+        return int((pages - free) * page_size)
+
+    def _evict_if_too_large(self, connection: sqlite3.Connection) -> int:
+        dropped = 0
+        while self._used_bytes(connection) > self.max_bytes:
+            count = connection.execute("SELECT COUNT(*) FROM transitions").fetchone()[0]
+            if count == 0:
+                break
+            victims = max(1, int(count * _EVICTED_FRACTION))
+            connection.execute(
+                "DELETE FROM transitions WHERE rowid IN"
+                " (SELECT rowid FROM transitions ORDER BY rowid LIMIT ?)",
+                (victims,),
+            )
+            dropped += victims
+        return dropped
 
     def __len__(self) -> int:
         with self._lock:

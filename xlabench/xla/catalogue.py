@@ -164,6 +164,33 @@ class PassCatalogue:
             or (info.kind in CANDIDATE_KINDS and info.instances and applied.issuperset(info.instances))
         )
 
+    def disabled_before_counting_point(self) -> list[str]:
+        """Names to disable so that a compile runs (nearly) only what comes from the counting point on.
+
+        That is every pass and pipeline that appears only before the counting point. XLA disables
+        by name, so a pass that also runs later stays on everywhere: its earlier runs inside
+        pipelines that end before the counting point (dce, algsimp) are off with those pipelines,
+        but `cse`, `tuple-simplifier` and `dot_decomposer` also run once more just before layout
+        assignment.
+        """
+        spans: list[tuple[str, int, int]] = []  # name, first and last pass position it covers
+        position = 0
+
+        def visit(nodes: list[dict[str, Any]]) -> None:
+            nonlocal position
+            for node in nodes:
+                start = position
+                if "children" in node:
+                    visit(node["children"])
+                else:
+                    position += 1
+                spans.append((node["name"], start, position - 1))
+
+        visit(self.tree)
+        point = next(start for name, start, _ in spans if name == COUNTING_POINT_PASS)
+        later = {name for name, _, end in spans if end >= point}
+        return sorted({name for name, _, _ in spans} - later)
+
     def counting_point_siblings(self) -> list[str]:
         """Names of the passes in the pipeline that holds the counting-point pass."""
         info = self.passes[COUNTING_POINT_PASS]

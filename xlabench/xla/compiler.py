@@ -142,9 +142,8 @@ def _first_line(error: BaseException) -> str:
 
 
 def _scratch_dir() -> str:
-    """A fresh dump directory, in memory when /dev/shm exists (dumps are written every step)."""
-    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
-    return tempfile.mkdtemp(prefix="xlabench-dump-", dir=base)
+    """A fresh dump directory inside the one the parent gave this worker (it removes that one)."""
+    return tempfile.mkdtemp(prefix="dump-", dir=os.environ.get("XLABENCH_SCRATCH_DIR"))
 
 
 def _compile(text: str, overrides: dict[str, Any]) -> Any:
@@ -331,8 +330,19 @@ def run_pipeline_to_point(
 def features(text: str) -> dict[str, Any]:
     """Opcode histogram over reachable computations, op count and XLA's cost analysis."""
     module = parse(text)
-    printed = to_text(module)
-    entry = entry_computation_name(printed)
+    histogram, computations = _reachable_histogram(module)
+    op_count = sum(count for opcode, count in histogram.items() if opcode != "parameter")
+    return {
+        "op_count": op_count,
+        "histogram": histogram,
+        "computations": computations,
+        "cost": cost_analysis(module),
+    }
+
+
+def _reachable_histogram(module: Any) -> tuple[dict[str, int], int]:
+    """Opcode counts over the computations reachable from ENTRY, and how many those are."""
+    entry = entry_computation_name(to_text(module))
     computations = {computation.name: computation for computation in module.computations()}
     histogram: collections.Counter[str] = collections.Counter()
     reachable, frontier = {entry}, [entry]
@@ -346,13 +356,7 @@ def features(text: str) -> dict[str, Any]:
                 if callee not in reachable:
                     reachable.add(callee)
                     frontier.append(callee)
-    op_count = sum(count for opcode, count in histogram.items() if opcode != "parameter")
-    return {
-        "op_count": op_count,
-        "histogram": dict(sorted(histogram.items())),
-        "computations": len(reachable),
-        "cost": cost_analysis(module),
-    }
+    return dict(sorted(histogram.items())), len(reachable)
 
 
 def _opcode_name(opcode: Any) -> str:
@@ -387,13 +391,17 @@ def full_compile_seconds(text: str) -> float:
 def compile_and_run(
     text: str, disabled_passes: list[str], inputs: list[np.ndarray], repeats: int, warmup: int
 ) -> dict[str, Any]:
-    """Compile for execution (with `disabled_passes` off), run once for outputs, then time repeats."""
+    """Compile for execution (with `disabled_passes` off), run once for outputs, then time repeats.
+
+    Also returns the opcode histogram of the module XLA generated code for (after every pass).
+    """
     import jax
 
     started = time.perf_counter()
     overrides = {"xla_disable_hlo_passes": ",".join(disabled_passes)} if disabled_passes else {}
     executable = _compile(text, overrides)
     compile_seconds = time.perf_counter() - started
+    optimized_histogram, _ = _reachable_histogram(executable.hlo_modules()[0])
     device = client().devices()[0]
     buffers = [jax.device_put(np.asarray(value), device) for value in inputs]
 
@@ -415,7 +423,12 @@ def compile_and_run(
             times.append(time.perf_counter() - begun)
     except Exception as error:
         raise CompilerFailure(f"execution failed: {_first_line(error)}") from None
-    return {"outputs": outputs, "compile_seconds": compile_seconds, "run_seconds": times}
+    return {
+        "outputs": outputs,
+        "compile_seconds": compile_seconds,
+        "run_seconds": times,
+        "optimized_histogram": optimized_histogram,
+    }
 
 
 def parameter_specs(text: str) -> list[tuple[tuple[int, ...], str]]:

@@ -13,9 +13,11 @@ sequence's result goes through before it is counted.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 import os
 import re
+import signal
 import threading
 import time
 from collections.abc import Iterable
@@ -35,9 +37,14 @@ from xlabench.xla.catalogue import (
 )
 from xlabench.xla.features import Features
 from xlabench.xla.module import HloModule
+from xlabench.xla.structure import NORMALIZATION_VERSION
 
 DEFAULT_PIPELINE_KEY = "@default-pipeline"
 REQUIRED_PASSES_KEY = "@required-passes"
+# Deaths that come from XLA itself (CHECK failures, faults): they recur on the same input.
+_COMPILER_FAULT_SIGNALS = frozenset(
+    {signal.SIGABRT, signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL}
+)
 
 
 @dataclass(frozen=True)
@@ -177,9 +184,7 @@ class PassDriver:
         the sequence applied is not run a second time (see `disabled_for_required_only`).
         """
         disabled = self.catalogue.disabled_for_required_only(applied)
-        skipped = sorted(set(disabled) - set(self.catalogue.disabled_for_required_only()))
-        key = REQUIRED_PASSES_KEY + (f" without {','.join(skipped)}" if skipped else "")
-        return self._run_to_counting_point(module, key, disabled=disabled)
+        return self._run_to_counting_point(module, REQUIRED_PASSES_KEY, disabled=disabled)
 
     def fair_op_count(self, module: HloModule, applied: Iterable[str] = ()) -> int:
         """The op count of a sequence's result: required passes applied, counted at the counting point."""
@@ -199,8 +204,22 @@ class PassDriver:
             sibling_passes=self.catalogue.counting_point_siblings(),
         )
 
+    @staticmethod
+    def cache_key(key: str, function: str, arguments: dict[str, Any]) -> str:
+        """The transition-cache key: `key` (readable) plus a digest of all that decides the result.
+
+        That is the compiler function, its arguments (the disabled-pass list -- derived from the
+        catalogue's tables --, the instance of the pass, the counting point) and the version of the
+        canonical form; the jaxlib version and the module's fingerprint are keys of their own.
+        """
+        material = json.dumps(
+            {"function": function, "arguments": arguments, "normalization": NORMALIZATION_VERSION},
+            sort_keys=True,
+        )
+        return f"{key}|{hashlib.sha256(material.encode()).hexdigest()[:20]}"
+
     def _transition(self, module: HloModule, key: str, function: str, **arguments: Any) -> HloModule:
-        """The module after compiler function `function` (cached under `key`)."""
+        """The module after compiler function `function` (cached under `key` and its arguments)."""
 
         def run() -> dict[str, Any]:
             result = self.call_compiler(function, key, module, **arguments)
@@ -208,7 +227,7 @@ class PassDriver:
                 return {"text": module.text, "name": module.name, "fingerprint": module.fingerprint}
             return result
 
-        record = self._cached_or_run(module, key, run)
+        record = self._cached_or_run(module, self.cache_key(key, function, arguments), run)
         return HloModule(record["text"], record["name"], record["fingerprint"], f"{module.source} | {key}")
 
     def _cached_or_run(self, module: HloModule, key: str, run: Any) -> dict[str, Any]:
@@ -221,7 +240,7 @@ class PassDriver:
         try:
             record = run()
         except CompilerError as error:
-            if self.cache is not None and error.kind in ("error", "crash"):  # hangs may be load
+            if self.cache is not None and error.deterministic:  # hangs and kills may be load
                 self.cache.put(self.jaxlib_version, module.fingerprint, key, {"error": error.to_dict()})
             raise
         record = {k: record[k] for k in ("text", "name", "fingerprint")}
@@ -245,10 +264,16 @@ class PassDriver:
             raise CompilerError("error", str(failure), subject, fingerprint) from None
         except compiler_pool.WorkerDied as death:
             kind, message, tail = "crash", str(death), death.stderr_tail
+            # A CHECK abort or a fault in XLA recurs on the same input; a SIGKILL (the out-of-memory
+            # killer, a user) says nothing about the module.
+            deterministic = death.exit_code is not None and -death.exit_code in _COMPILER_FAULT_SIGNALS
         except compiler_pool.WorkerTimedOut as timeout:
             kind, message, tail = "timeout", str(timeout), timeout.stderr_tail
+            deterministic = False
         reproducer = self._save_reproducer(kind, function, subject, fingerprint, text, message, tail)
-        raise CompilerError(kind, _crash_summary(message, tail), subject, fingerprint, tail, reproducer)
+        raise CompilerError(
+            kind, _crash_summary(message, tail), subject, fingerprint, tail, reproducer, deterministic
+        )
 
     def _save_reproducer(
         self,
@@ -283,8 +308,6 @@ class PassDriver:
 
 def _text_sha256(text: str) -> str:
     """Identity of raw text that has no module fingerprint yet (it may not even parse)."""
-    import hashlib
-
     return hashlib.sha256(text.encode()).hexdigest()
 
 

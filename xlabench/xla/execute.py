@@ -2,9 +2,9 @@
 
 Two ways to compile a module, so that runtime reflects what a pass sequence did:
 - `default`: XLA's full default pipeline (every pass on), as a user's program would be compiled;
-- `required_only`: the module as it stands (e.g. after a sequence), with every simplification pass
-  disabled and the passes the CPU backend needs left on (minus orderable passes the sequence
-  applied itself, as when it is counted).
+- `required_only`: the module as it stands (e.g. after a sequence), taken through the required passes
+  to the counting point exactly as it is counted, then compiled by XLA from layout assignment on
+  (post-layout cleanup included).
 """
 
 from __future__ import annotations
@@ -39,6 +39,8 @@ class Execution:
     outputs: list[np.ndarray]
     compile_seconds: float
     run_seconds: list[float]
+    # Opcode counts of the module XLA generated code for, after every pass it ran.
+    optimized_histogram: dict[str, int]
 
     @property
     def median_run_seconds(self) -> float:
@@ -82,11 +84,19 @@ def execute(
 ) -> Execution:
     """Compile `module` (default pipeline, or required passes only) and run it on `inputs`.
 
-    With `required_only`, `applied` names the pass instances of the sequence that produced
-    `module`, as for `PassDriver.run_required_passes`: the executable is the one that is counted.
+    With `required_only`, the executable is built from the module that is counted: the required
+    passes are applied up to the counting point (`PassDriver.run_required_passes`, with `applied`
+    the pass instances of the sequence that produced `module`), and from there XLA compiles as it
+    always does -- layout assignment, then its post-layout algsimp/cse/dce cleanup, fusion, code
+    generation -- with the passes before the counting point off (see
+    `PassCatalogue.disabled_before_counting_point`).
     """
     driver = driver or default_driver()
-    disabled = driver.catalogue.disabled_for_required_only(applied) if required_only else []
+    if required_only:
+        module = driver.run_required_passes(module, applied)
+        disabled = driver.catalogue.disabled_before_counting_point()
+    else:
+        disabled = []
     result = driver.call_compiler(
         "compile_and_run",
         "@required-passes" if required_only else "@default-pipeline",
@@ -96,7 +106,9 @@ def execute(
         repeats=repeats,
         warmup=warmup,
     )
-    return Execution(result["outputs"], result["compile_seconds"], result["run_seconds"])
+    return Execution(
+        result["outputs"], result["compile_seconds"], result["run_seconds"], result["optimized_histogram"]
+    )
 
 
 def run_on_random_inputs(module: HloModule, seed: int = 0) -> list[np.ndarray]:

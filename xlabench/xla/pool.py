@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import itertools
 import os
 import queue
+import shutil
 import socket
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -25,6 +28,22 @@ DEFAULT_TIMEOUT_SECONDS = float(os.environ.get("XLABENCH_COMPILER_TIMEOUT", "300
 _STDERR_TAIL_BYTES = 4000
 # XLA prints a banner of INFO lines per process; keep worker logs to warnings and worse.
 _WORKER_ENVIRONMENT = {"TF_CPP_MIN_LOG_LEVEL": "1", "JAX_PLATFORMS": "cpu"}
+_DROPPED_VARIABLES = ("XLA_FLAGS", "TF_XLA_FLAGS")
+
+
+def _inherited_environment() -> dict[str, str]:
+    """The caller's environment minus what would change XLA's behaviour behind the cache's back.
+
+    `XLA_FLAGS` (e.g. --xla_dump_to, --xla_disable_hlo_passes) and TF_XLA_FLAGS would alter results
+    without altering any cache key; the driver passes every option it needs explicitly.
+    """
+    return {key: value for key, value in os.environ.items() if key not in _DROPPED_VARIABLES}
+
+
+def _new_scratch_directory() -> str:
+    """A fresh directory for one worker's dumps, in memory when /dev/shm exists."""
+    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+    return tempfile.mkdtemp(prefix="xlabench-worker-", dir=base)
 
 
 class CompilerFailure(Exception):
@@ -57,8 +76,12 @@ class Worker:
 
     def __init__(self, environment: dict[str, str] | None = None) -> None:
         descriptor, self.stderr_path = tempfile.mkstemp(prefix="xlabench-worker-", suffix=".log")
+        # The worker's dump folders live in this directory, owned (and removed) by the parent, so a
+        # killed worker leaves nothing behind.
+        self.scratch_directory = _new_scratch_directory()
         parent_socket, child_socket = socket.socketpair()
-        settings = {**os.environ, **_WORKER_ENVIRONMENT, **(environment or {})}
+        settings = {**_inherited_environment(), **_WORKER_ENVIRONMENT, **(environment or {})}
+        settings["XLABENCH_SCRATCH_DIR"] = self.scratch_directory
         # The child must import this very package, installed or not.
         package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         settings["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, settings.get("PYTHONPATH")) if p)
@@ -73,16 +96,26 @@ class Worker:
         os.close(descriptor)
         child_socket.close()
         self._connection = Connection(parent_socket.detach())
+        self._request_ids = itertools.count(1)
 
     def call(self, function_name: str, arguments: dict[str, Any], timeout: float) -> Any:
-        """Run compiler.<function_name>(**arguments) in the worker and return its result."""
+        """Run compiler.<function_name>(**arguments) in the worker and return its result.
+
+        Every request carries an id and its reply the same id: a reply to an earlier request that
+        was abandoned (an interrupted caller) is read and dropped, never taken for this answer.
+        """
         log_offset = os.path.getsize(self.stderr_path)
+        request_id = next(self._request_ids)
+        deadline = time.monotonic() + timeout
         try:
-            self._connection.send((function_name, arguments))
-            if not self._connection.poll(timeout):
-                self.kill()
-                raise WorkerTimedOut(timeout, self.stderr_since(log_offset))
-            status, payload = self._connection.recv()
+            self._connection.send((request_id, function_name, arguments))
+            while True:
+                if not self._connection.poll(max(0.0, deadline - time.monotonic())):
+                    self.kill()
+                    raise WorkerTimedOut(timeout, self.stderr_since(log_offset))
+                reply_id, status, payload = self._connection.recv()
+                if reply_id == request_id:
+                    break
         except (EOFError, BrokenPipeError, ConnectionResetError, OSError):
             try:
                 exit_code = self.process.wait(timeout=10)
@@ -123,6 +156,7 @@ class Worker:
             self.kill()
         with contextlib.suppress(OSError):
             os.unlink(self.stderr_path)
+        shutil.rmtree(self.scratch_directory, ignore_errors=True)
 
 
 class CompilerPool:
@@ -148,6 +182,8 @@ class CompilerPool:
                     worker.close()
                 worker = Worker(self._environment)
             return worker.call(function_name, arguments, timeout)
+        except CompilerFailure:
+            raise  # an answer: the worker is fine
         except (WorkerDied, WorkerTimedOut) as failure:
             if isinstance(failure, WorkerDied):
                 self.crashes += 1
@@ -156,8 +192,23 @@ class CompilerPool:
             worker.close()
             worker = None  # replaced on the next call
             raise
+        except BaseException:
+            # Anything else (Ctrl-C while waiting, a reply that cannot be read) leaves the worker
+            # busy or out of step: stop it rather than hand it to the next caller.
+            if worker is not None:
+                worker.kill()
+                worker.close()
+            worker = None
+            raise
         finally:
             self._idle.put(worker)
+
+    def worker_pids(self) -> list[int]:
+        """Process ids of the live idle workers (for diagnostics: who to look at, or stop)."""
+        with self._idle.mutex:
+            return [
+                worker.process.pid for worker in self._idle.queue if worker is not None and worker.alive()
+            ]
 
     def close(self) -> None:
         """Stop every worker."""

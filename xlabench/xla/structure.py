@@ -32,6 +32,9 @@ from dataclasses import dataclass, field
 
 # Bump when the fingerprint of some module changes meaning: caches keyed by fingerprints use it.
 FINGERPRINT_VERSION = 2
+# Bump when the canonical text a module is held in changes (the import in `compiler.describe`, the
+# renaming and ordering here): cached transitions hold canonical text, so every key includes it.
+NORMALIZATION_VERSION = 1
 
 COMPUTATION_HEADER = re.compile(r"^(ENTRY )?%?([\w.\-]+) \(")
 IDENTIFIER = re.compile(r"%([\w.\-]+)")

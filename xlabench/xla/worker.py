@@ -1,7 +1,8 @@
 """Entry point of a compiler worker process: `python -m xlabench.xla.worker FD`.
 
-Serves `(function name, arguments)` requests from `xlabench.xla.compiler` over the socket FD until it
-closes. Started by `xlabench.xla.pool`, which has already pointed this process's stderr at a log file.
+Serves `(request id, function name, arguments)` requests from `xlabench.xla.compiler` over the
+socket FD until it closes. Started by `xlabench.xla.pool`, which has already pointed this process's
+stderr at a log file.
 """
 
 from __future__ import annotations
@@ -11,22 +12,22 @@ from multiprocessing.connection import Connection
 
 
 def serve(connection: Connection) -> None:
-    """Answer requests until the pipe closes: ("ok", result) or ("failure", message)."""
+    """Answer requests until the pipe closes: (id, "ok", result) or (id, "failure", message)."""
     from xlabench.xla import compiler
     from xlabench.xla.pool import CompilerFailure
 
     while True:
         try:
-            function_name, arguments = connection.recv()
+            request_id, function_name, arguments = connection.recv()
         except (EOFError, OSError, KeyboardInterrupt):
             return
         try:
-            reply = ("ok", getattr(compiler, function_name)(**arguments))
+            reply = (request_id, "ok", getattr(compiler, function_name)(**arguments))
         except CompilerFailure as failure:
-            reply = ("failure", str(failure))
+            reply = (request_id, "failure", str(failure))
         except Exception as error:  # anything else is still an answer about the module, not a crash
             lines = str(error).strip().splitlines()
-            reply = ("failure", f"{type(error).__name__}: {lines[0] if lines else ''}")
+            reply = (request_id, "failure", f"{type(error).__name__}: {lines[0] if lines else ''}")
         connection.send(reply)
 
 
