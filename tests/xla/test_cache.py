@@ -41,3 +41,15 @@ def test_a_damaged_record_reads_as_missing(tmp_path):
     with sqlite3.connect(path) as connection:
         connection.execute("UPDATE transitions SET record = x'00ff'")
     assert TransitionCache(path).get("v", "f", "p") is None
+
+
+def test_a_cache_over_its_size_limit_drops_its_oldest_records(tmp_path):
+    cache = TransitionCache(str(tmp_path / "cache.sqlite"), max_megabytes=0.25)
+    text = "".join(f"%instruction.{index} = f32[] constant({index})\n" for index in range(4000))
+    for index in range(60):  # about 20 KB each once compressed: several times the limit in all
+        cache.put("v", f"fingerprint-{index}", "pass", {"text": f"{index}\n{text}{index}"})
+    cache.evict_if_too_large()
+    assert cache.size_bytes() <= cache.max_bytes
+    assert 0 < len(cache) < 60
+    assert cache.get("v", "fingerprint-59", "pass") is not None  # the newest record stays
+    assert cache.get("v", "fingerprint-0", "pass") is None  # the oldest went first
