@@ -224,11 +224,17 @@ class PassDriver:
         def run() -> dict[str, Any]:
             result = self.call_compiler(function, key, module, **arguments)
             if result.get("unchanged"):  # the pass left XLA's module as it was given
-                return {"text": module.text, "name": module.name, "fingerprint": module.fingerprint}
+                return {**result, "text": module.text, "name": module.name, "fingerprint": module.fingerprint}
             return result
 
         record = self._cached_or_run(module, self.cache_key(key, function, arguments), run)
-        return HloModule(record["text"], record["name"], record["fingerprint"], f"{module.source} | {key}")
+        return HloModule(
+            record["text"],
+            record["name"],
+            record["fingerprint"],
+            f"{module.source} | {key}",
+            record.get("seconds"),
+        )
 
     def _cached_or_run(self, module: HloModule, key: str, run: Any) -> dict[str, Any]:
         if self.cache is not None:
@@ -243,7 +249,7 @@ class PassDriver:
             if self.cache is not None and error.deterministic:  # hangs and kills may be load
                 self.cache.put(self.jaxlib_version, module.fingerprint, key, {"error": error.to_dict()})
             raise
-        record = {k: record[k] for k in ("text", "name", "fingerprint")}
+        record = {k: record[k] for k in ("text", "name", "fingerprint", "seconds") if k in record}
         if self.cache is not None:
             self.cache.put(self.jaxlib_version, module.fingerprint, key, record)
         return record

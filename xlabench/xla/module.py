@@ -26,6 +26,9 @@ class HloModule:
     name: str
     fingerprint: str
     source: str = "<text>"
+    # Seconds XLA took to produce this module from the one before (as first measured: a cached
+    # transition keeps its time); None for a module that was loaded, not produced by a pass.
+    compile_seconds: float | None = field(default=None, compare=False)
 
     @classmethod
     def from_text(cls, text: str, source: str = "<text>") -> HloModule:

@@ -1,0 +1,14 @@
+"""The pass-ordering environment, registered with gymnasium as `xlabench/PassOrdering-v0`.
+
+import gymnasium, xlabench.env
+env = gymnasium.make("xlabench/PassOrdering-v0", graphs="train", action_set="all", max_steps=30)
+"""
+
+import gymnasium
+
+from xlabench.env.pass_ordering import ENV_ID, GraphStart, PassOrderingEnv
+
+if ENV_ID not in gymnasium.registry:
+    gymnasium.register(id=ENV_ID, entry_point="xlabench.env.pass_ordering:PassOrderingEnv")
+
+__all__ = ["ENV_ID", "GraphStart", "PassOrderingEnv"]

@@ -1,0 +1,248 @@
+"""The pass-ordering environment: real XLA passes as actions on real HLO modules (gymnasium 1.x).
+
+An episode starts from a graph's raw module. Each step applies one XLA pass (`PassDriver.apply_pass`,
+isolated and cached) or stops. What is scored is the *fairly counted* op count R: the module after the
+sequence, taken through XLA's required passes to the counting point (`PassDriver.fair_op_count`), the
+same count XLA's default pipeline D is measured with.
+
+Reward. The step reward is the drop in R, divided by R0, the fair count of the raw module (no pass
+applied): r_t = (R_{t-1} - R_t) / R0. It telescopes, so the episode return is (R0 - R_T) / R0, the
+relative improvement over doing nothing -- defined on every graph (bf16 graphs have D > I, where the
+paper's (I - R) / (I - D) is not), and the same scale for graphs of every size. A pass that fails or
+crashes XLA leaves the module as it was and costs `error_penalty`.
+
+`info` carries the graph, R (`op_count`), I, D, R0, the pass, its error, and `seconds`: the time XLA took
+to run the pass, as first measured (a cached transition keeps it, so a replayed episode reports the same
+figures; 0 for a failed pass).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+
+from xlabench.errors import CompilerError, UserInputError
+from xlabench.graphs import Graph, resolve_graphs
+from xlabench.xla import HloModule, PassDriver, default_driver
+from xlabench.xla.catalogue import DEFAULT_ACTION_SET
+from xlabench.xla.features import OPCODES, Features
+
+ENV_ID = "xlabench/PassOrdering-v0"
+COST_FIELDS = ("flops", "transcendentals", "bytes_accessed")
+
+
+@dataclass(frozen=True)
+class GraphStart:
+    """What an episode on one graph starts from and is measured against."""
+
+    graph: Graph
+    module: HloModule  # the raw module, canonical form
+    initial_op_count: int  # I
+    default_op_count: int  # D: XLA's default pipeline, counted at the counting point
+    unoptimized_op_count: int  # R0: the raw module's fair count (required passes only)
+    cost: np.ndarray  # the raw module's cost analysis, in COST_FIELDS order
+
+
+class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
+    """Choose XLA passes one at a time; the last action stops the episode."""
+
+    metadata = {"render_modes": ["ansi"]}
+
+    def __init__(
+        self,
+        graphs: str = "train",
+        action_set: str = DEFAULT_ACTION_SET,
+        max_steps: int = 30,
+        error_penalty: float = 0.01,
+        actions: list[str] | None = None,
+        driver: PassDriver | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        if max_steps < 1:
+            raise UserInputError(f"max_steps must be at least 1, not {max_steps}")
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise UserInputError(f"{render_mode}: unknown render mode (choose ansi)")
+        self.driver = driver or default_driver()
+        self.graphs = {graph.name: graph for graph in resolve_graphs(graphs)}
+        self.graph_names = sorted(self.graphs)
+        if actions is None:
+            actions = self.driver.catalogue.action_passes(action_set)
+        for pass_name in actions:
+            self.driver.check_pass(pass_name)
+        self.actions = list(actions)
+        self.stop_action = len(self.actions)
+        self.max_steps = max_steps
+        self.error_penalty = error_penalty
+        self.render_mode = render_mode
+
+        self.action_space = spaces.Discrete(len(self.actions) + 1)
+        self.observation_space = spaces.Dict(
+            {
+                # Share of each opcode in the module (OPCODES order, then "other").
+                "histogram": spaces.Box(0.0, 1.0, (len(OPCODES) + 1,), np.float32),
+                # The module's op count relative to I (not the fair count: that is the reward's).
+                "op_count": spaces.Box(0.0, np.inf, (1,), np.float32),
+                "step_fraction": spaces.Box(0.0, 1.0, (1,), np.float32),
+                # XLA's cost analysis relative to the raw module's (flops, transcendentals, bytes).
+                "cost": spaces.Box(0.0, np.inf, (len(COST_FIELDS),), np.float32),
+                # How often each action was applied in this episode, relative to the episode cap.
+                "action_counts": spaces.Box(0.0, 1.0, (len(self.actions),), np.float32),
+            }
+        )
+
+        self._starts: dict[str, GraphStart] = {}
+        # (module fingerprint, action) pairs known to change nothing or to fail: masked.
+        self._useless: set[tuple[str, int]] = set()
+        self._start: GraphStart | None = None
+        self._module: HloModule | None = None
+        self._fair_count = 0
+        self._steps = 0
+        self._action_counts = np.zeros(len(self.actions), dtype=np.int64)
+        self._sequence: list[str] = []
+
+    # -- gymnasium protocol -----------------------------------------------------------------------
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Start from a graph's raw module: `options={"graph": name}`, else one drawn with the seed."""
+        super().reset(seed=seed)
+        name = (options or {}).get("graph")
+        if name is None:
+            name = self.graph_names[int(self.np_random.integers(len(self.graph_names)))]
+        elif name not in self.graphs:
+            raise UserInputError(f"{name}: not one of this environment's {len(self.graphs)} graphs")
+        self._start = self._graph_start(name)
+        self._module = self._start.module
+        self._fair_count = self._start.unoptimized_op_count
+        self._steps = 0
+        self._action_counts[:] = 0
+        self._sequence = []
+        return self._observation(), self._info(pass_name=None, seconds=0.0, error=None)
+
+    def step(self, action: int) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+        """Apply action's pass (or stop); never raises for a pass XLA rejects or crashes on."""
+        if self._start is None or self._module is None:
+            raise RuntimeError("call reset() before step()")
+        action = int(action)
+        if not self.action_space.contains(action):
+            raise UserInputError(f"action {action} is outside {self.action_space}")
+        if action == self.stop_action:
+            return self._observation(), 0.0, True, False, self._info("stop", 0.0, None)
+
+        pass_name = self.actions[action]
+        before = self._module
+        error: CompilerError | None = None
+        seconds = 0.0
+        try:
+            after = self.driver.apply_pass(before, pass_name)
+            seconds = after.compile_seconds or 0.0
+            fair_count = self.driver.fair_op_count(after, [*self._sequence, pass_name])
+        except CompilerError as failure:
+            error = failure
+        self._steps += 1
+        self._action_counts[action] += 1
+        if error is not None:
+            self._useless.add((before.fingerprint, action))
+            reward = -self.error_penalty
+        else:
+            if after.fingerprint == before.fingerprint:
+                self._useless.add((before.fingerprint, action))
+            reward = (self._fair_count - fair_count) / self._start.unoptimized_op_count
+            self._module, self._fair_count = after, fair_count
+            self._sequence.append(pass_name)
+        truncated = self._steps >= self.max_steps
+        return self._observation(), float(reward), False, truncated, self._info(pass_name, seconds, error)
+
+    def action_masks(self) -> np.ndarray:
+        """Valid actions (MaskablePPO's protocol): stop, and every pass not known to be useless here."""
+        mask = np.ones(len(self.actions) + 1, dtype=bool)
+        if self._module is not None:
+            for action in range(len(self.actions)):
+                mask[action] = (self._module.fingerprint, action) not in self._useless
+        return mask
+
+    def render(self) -> str | None:
+        """With render_mode="ansi": one line with the graph, step, counts and the sequence so far."""
+        if self.render_mode != "ansi" or self._start is None:
+            return None
+        start = self._start
+        return (
+            f"{start.graph.name} step {self._steps}/{self.max_steps}: R {self._fair_count} "
+            f"(R0 {start.unoptimized_op_count}, D {start.default_op_count}, I {start.initial_op_count}) "
+            f"{' '.join(self._sequence)}"
+        )
+
+    # -- what an episode is measured by --------------------------------------------------------------
+
+    @property
+    def module(self) -> HloModule | None:
+        """The current module (None before the first reset)."""
+        return self._module
+
+    @property
+    def sequence(self) -> list[str]:
+        """The passes applied so far in this episode (failed ones left out)."""
+        return list(self._sequence)
+
+    @property
+    def fair_op_count(self) -> int:
+        """R: the current module's fairly counted op count."""
+        return self._fair_count
+
+    def graph_start(self, name: str) -> GraphStart:
+        """I, D, R0 and the raw module of one graph (computed once per environment)."""
+        return self._graph_start(name)
+
+    def _graph_start(self, name: str) -> GraphStart:
+        known = self._starts.get(name)
+        if known is None:
+            graph = self.graphs[name]
+            module = self.driver.load(graph.hlo_text(), graph.name)
+            features = self.driver.features(module)
+            known = GraphStart(
+                graph=graph,
+                module=module,
+                initial_op_count=features.op_count,
+                default_op_count=self.driver.features(self.driver.run_default_pipeline(module)).op_count,
+                unoptimized_op_count=self.driver.fair_op_count(module),
+                cost=_cost_vector(features),
+            )
+            self._starts[name] = known
+        return known
+
+    def _observation(self) -> dict[str, np.ndarray]:
+        assert self._start is not None and self._module is not None
+        features = self.driver.features(self._module)
+        histogram = features.histogram_vector()
+        total = histogram.sum()
+        raw_cost = self._start.cost
+        cost = np.divide(_cost_vector(features), raw_cost, out=np.ones(len(COST_FIELDS)), where=raw_cost > 0)
+        return {
+            "histogram": (histogram / total if total else histogram).astype(np.float32),
+            "op_count": np.array([features.op_count / self._start.initial_op_count], dtype=np.float32),
+            "step_fraction": np.array([self._steps / self.max_steps], dtype=np.float32),
+            "cost": cost.astype(np.float32),
+            "action_counts": (self._action_counts / self.max_steps).clip(0, 1).astype(np.float32),
+        }
+
+    def _info(self, pass_name: str | None, seconds: float, error: CompilerError | None) -> dict[str, Any]:
+        assert self._start is not None
+        return {
+            "graph": self._start.graph.name,
+            "op_count": self._fair_count,
+            "I": self._start.initial_op_count,
+            "D": self._start.default_op_count,
+            "R0": self._start.unoptimized_op_count,
+            "pass": pass_name,
+            "seconds": seconds,
+            "error": None if error is None else error.to_dict(),
+        }
+
+
+def _cost_vector(features: Features) -> np.ndarray:
+    return np.array([getattr(features.cost, name) for name in COST_FIELDS], dtype=np.float64)
