@@ -1,0 +1,190 @@
+"""Search baselines over pass sequences: random, greedy (one-step lookahead), beam, and XLA's own order.
+
+Every strategy starts from a graph's raw module, scores a sequence by its fair count R (the module
+after the sequence, taken through XLA's required passes: `PassDriver.fair_op_count`, the count D is
+measured with) and stops when its budget of compiler calls is spent. A *call* is one transition asked
+of the driver -- applying a pass, or counting a module -- whether the transition cache answers it or
+XLA does; `seconds` is the wall time, which the cache makes cheaper on revisits.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from xlabench.errors import CompilerError, UserInputError
+from xlabench.xla import HloModule, PassDriver
+from xlabench.xla.replay import replay_default_pipeline
+
+DEFAULT_BUDGET = 2000
+DEFAULT_MAX_LENGTH = 30
+
+
+@dataclass
+class SearchResult:
+    """The best sequence a strategy found on one module, and what finding it cost."""
+
+    strategy: str
+    sequence: list[str]
+    op_count: int  # R of `sequence`
+    calls: int
+    seconds: float
+    applied: list[str] = field(default_factory=list)  # instance keys, for fair counting
+
+
+class _Budget:
+    """Counts compiler calls; `spend` answers False once the budget is gone."""
+
+    def __init__(self, calls: int) -> None:
+        if calls < 1:
+            raise UserInputError(f"a search budget needs at least one compiler call, not {calls}")
+        self.limit, self.used = calls, 0
+
+    def spend(self, calls: int = 1) -> bool:
+        if self.used + calls > self.limit:
+            return False
+        self.used += calls
+        return True
+
+    def left(self) -> int:
+        return self.limit - self.used
+
+
+@dataclass(frozen=True)
+class _State:
+    module: HloModule
+    sequence: tuple[str, ...]
+    op_count: int
+
+
+def _expand(driver: PassDriver, state: _State, pass_name: str, budget: _Budget) -> _State | None:
+    """The state after one more pass, fairly counted; None when the budget is out or the pass fails."""
+    if not budget.spend(2):
+        return None
+    try:
+        module = driver.apply_pass(state.module, pass_name)
+        sequence = (*state.sequence, pass_name)
+        return _State(module, sequence, driver.fair_op_count(module, sequence))
+    except CompilerError:
+        return None  # XLA rejects the pass here: that branch is simply not taken
+
+
+def _rank(state: _State) -> tuple[int, int, tuple[str, ...]]:
+    """Order of preference: lower count, then shorter, then alphabetical (deterministic ties)."""
+    return state.op_count, len(state.sequence), state.sequence
+
+
+def _start(driver: PassDriver, module: HloModule, budget: _Budget) -> _State:
+    budget.spend(1)
+    return _State(module, (), driver.fair_op_count(module))
+
+
+def random_search(
+    driver: PassDriver,
+    module: HloModule,
+    actions: list[str],
+    budget: int = DEFAULT_BUDGET,
+    max_length: int = DEFAULT_MAX_LENGTH,
+    seed: int = 0,
+) -> SearchResult:
+    """Random walks of random length up to `max_length` from the raw module; keep the best prefix seen."""
+    started, calls = time.perf_counter(), _Budget(budget)
+    generator = np.random.default_rng(seed)
+    start = _start(driver, module, calls)
+    best = start
+    while calls.left() >= 2:
+        state = start
+        for _ in range(int(generator.integers(1, max_length + 1))):
+            following = _expand(driver, state, actions[int(generator.integers(len(actions)))], calls)
+            if following is None:
+                if calls.left() < 2:
+                    break
+                continue
+            state = following
+            if state.op_count < best.op_count:
+                best = state
+    return _result("random", best, calls, started)
+
+
+def greedy_search(
+    driver: PassDriver,
+    module: HloModule,
+    actions: list[str],
+    budget: int = DEFAULT_BUDGET,
+    max_length: int = DEFAULT_MAX_LENGTH,
+) -> SearchResult:
+    """One-step lookahead: apply whichever action lowers R most; stop when none does."""
+    started, calls = time.perf_counter(), _Budget(budget)
+    state = _start(driver, module, calls)
+    while len(state.sequence) < max_length:
+        candidates = [_expand(driver, state, name, calls) for name in actions]
+        better = [c for c in candidates if c is not None and c.op_count < state.op_count]
+        if not better:
+            break
+        state = min(better, key=_rank)
+    return _result("greedy", state, calls, started)
+
+
+def beam_search(
+    driver: PassDriver,
+    module: HloModule,
+    actions: list[str],
+    budget: int = DEFAULT_BUDGET,
+    max_length: int = DEFAULT_MAX_LENGTH,
+    width: int = 5,
+) -> SearchResult:
+    """Keep the `width` best distinct modules at each depth, expand each by every action."""
+    started, calls = time.perf_counter(), _Budget(budget)
+    start = _start(driver, module, calls)
+    best, beam = start, [start]
+    for _ in range(max_length):
+        expanded: dict[str, _State] = {}
+        for state in beam:
+            for name in actions:
+                following = _expand(driver, state, name, calls)
+                if following is None:
+                    continue
+                known = expanded.get(following.module.fingerprint)
+                if known is None or _rank(following) < _rank(known):
+                    expanded[following.module.fingerprint] = following
+        if not expanded:
+            break
+        beam = sorted(expanded.values(), key=_rank)[:width]
+        if beam[0].op_count < best.op_count:
+            best = beam[0]
+        if calls.left() < 2:
+            break
+    return _result("beam", best, calls, started)
+
+
+def replay_search(driver: PassDriver, module: HloModule, actions: list[str] | None = None) -> SearchResult:
+    """XLA's own default order, pass by pass (`replay_default_pipeline`): the reference strategy."""
+    started = time.perf_counter()
+    replay = replay_default_pipeline(driver, module)
+    op_count = driver.fair_op_count(replay.module, replay.passes)
+    calls = _Budget(replay.applications + 1)
+    calls.used = replay.applications + 1
+    state = _State(replay.module, tuple(replay.passes), op_count)
+    return _result("replay", state, calls, started)
+
+
+def _result(strategy: str, state: _State, calls: _Budget, started: float) -> SearchResult:
+    return SearchResult(
+        strategy,
+        [key.split("@", 1)[0] for key in state.sequence],
+        state.op_count,
+        calls.used,
+        time.perf_counter() - started,
+        list(state.sequence),
+    )
+
+
+STRATEGIES: dict[str, Callable[..., SearchResult]] = {
+    "random": random_search,
+    "greedy": greedy_search,
+    "beam": beam_search,
+    "replay": replay_search,
+}
