@@ -11,6 +11,7 @@ from xlabench.errors import XlabenchError
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the top-level parser with every subcommand registered."""
+    from xlabench.eval import cli as eval_cli
     from xlabench.graphs import cli as graphs_cli
     from xlabench.xla import bench as xla_bench
     from xlabench.xla import cli as xla_cli
@@ -19,6 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True)
     xla_cli.register(subparsers)
     graphs_cli.register(subparsers)
+    eval_cli.register(subparsers)
     bench = subparsers.add_parser("bench", help="benchmarks that print figures (speed, robustness)")
     bench_subparsers = bench.add_subparsers(dest="benchmark", required=True)
     xla_bench.register(bench_subparsers)

@@ -33,6 +33,7 @@ class SearchResult:
     calls: int
     seconds: float
     applied: list[str] = field(default_factory=list)  # instance keys, for fair counting
+    module: HloModule | None = field(default=None, repr=False, compare=False)  # after `sequence`
 
 
 class _Budget:
@@ -179,6 +180,7 @@ def _result(strategy: str, state: _State, calls: _Budget, started: float) -> Sea
         calls.used,
         time.perf_counter() - started,
         list(state.sequence),
+        state.module,
     )
 
 

@@ -395,40 +395,63 @@ def compile_and_run(
 
     Also returns the opcode histogram of the module XLA generated code for (after every pass).
     """
+    return compile_and_run_interleaved(text, disabled_passes, inputs, repeats, warmup)[0]
+
+
+def compile_and_run_interleaved(
+    text: str,
+    disabled_passes: list[str],
+    inputs: list[np.ndarray],
+    repeats: int,
+    warmup: int,
+    others: list[tuple[str, list[str]]] = (),
+) -> list[dict[str, Any]]:
+    """Compile the module and each of `others` (text, disabled passes); run each once, then time them.
+
+    Timed runs alternate between the programs (A B A B ...), so that the machine's noise falls on
+    all of them alike and their ratio is meaningful. Answers come in order: the module, then others.
+    """
     import jax
 
-    started = time.perf_counter()
-    overrides = {"xla_disable_hlo_passes": ",".join(disabled_passes)} if disabled_passes else {}
-    executable = _compile(text, overrides)
-    compile_seconds = time.perf_counter() - started
-    optimized_histogram, _ = _reachable_histogram(executable.hlo_modules()[0])
+    programs = [(text, disabled_passes), *others]
     device = client().devices()[0]
     buffers = [jax.device_put(np.asarray(value), device) for value in inputs]
+    compiled = []
+    for text, disabled_passes in programs:
+        started = time.perf_counter()
+        overrides = {"xla_disable_hlo_passes": ",".join(disabled_passes)} if disabled_passes else {}
+        executable = _compile(text, overrides)
+        compiled.append((executable, time.perf_counter() - started))
 
-    def run_once() -> list[Any]:
+    def run_once(executable: Any) -> list[Any]:
         results = executable.execute_sharded(buffers)
         arrays = [group[0] for group in results.disassemble_into_single_device_arrays()]
         for array in arrays:
             array.block_until_ready()
         return arrays
 
+    answers: list[dict[str, Any]] = []
     try:
-        outputs = [np.asarray(array) for array in run_once()]
+        for executable, compile_seconds in compiled:
+            answers.append(
+                {
+                    "outputs": [np.asarray(array) for array in run_once(executable)],
+                    "compile_seconds": compile_seconds,
+                    "run_seconds": [],
+                    "optimized_histogram": _reachable_histogram(executable.hlo_modules()[0])[0],
+                }
+            )
         for _ in range(warmup):
-            run_once()
-        times = []
+            for executable, _ in compiled:
+                run_once(executable)
         for _ in range(repeats):
-            begun = time.perf_counter()
-            run_once()
-            times.append(time.perf_counter() - begun)
+            for (executable, _), answer in zip(compiled, answers, strict=True):
+                begun = time.perf_counter()
+                run_once(executable)
+                answer["run_seconds"].append(time.perf_counter() - begun)
     except Exception as error:
         raise CompilerFailure(f"execution failed: {_first_line(error)}") from None
-    return {
-        "outputs": outputs,
-        "compile_seconds": compile_seconds,
-        "run_seconds": times,
-        "optimized_histogram": optimized_histogram,
-    }
+    return answers
 
 
 def parameter_specs(text: str) -> list[tuple[tuple[int, ...], str]]:

@@ -106,8 +106,43 @@ def execute(
         repeats=repeats,
         warmup=warmup,
     )
+    return _execution(result)
+
+
+def execute_against_default(
+    result: HloModule,
+    applied: Iterable[str],
+    original: HloModule,
+    inputs: list[np.ndarray],
+    repeats: int = 20,
+    warmup: int = 3,
+    driver: PassDriver | None = None,
+) -> tuple[Execution, Execution]:
+    """A sequence's executable and XLA's default executable of the original, timed in turn.
+
+    `result` is the module after the sequence (`applied` its pass instances); it is compiled as in
+    `execute(..., required_only=True)`, the original with XLA's default pipeline. Both are compiled
+    in one worker and their timed runs alternate, so their median ratio is what the sequence did
+    to runtime, not what the machine did in between.
+    """
+    driver = driver or default_driver()
+    counted = driver.run_required_passes(result, applied)
+    answers = driver.call_compiler(
+        "compile_and_run_interleaved",
+        "@required-passes",
+        counted,
+        disabled_passes=driver.catalogue.disabled_before_counting_point(),
+        inputs=inputs,
+        repeats=repeats,
+        warmup=warmup,
+        others=[(original.text, [])],
+    )
+    return _execution(answers[0]), _execution(answers[1])
+
+
+def _execution(answer: dict) -> Execution:
     return Execution(
-        result["outputs"], result["compile_seconds"], result["run_seconds"], result["optimized_histogram"]
+        answer["outputs"], answer["compile_seconds"], answer["run_seconds"], answer["optimized_histogram"]
     )
 
 

@@ -1,0 +1,63 @@
+"""`xlabench eval`: per-graph counts and ratios, JSON and report files, clear errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from xlabench.cli import main
+from xlabench.errors import UserInputError
+from xlabench.eval import resolve_strategy
+from xlabench.graphs import resolve_graphs
+
+GRAPH = "recurrent-gru-infer-l1-h128-s16-b8-f32"
+
+
+@pytest.fixture
+def one_graph_directory(tmp_path):
+    """A directory holding one small suite graph, as a user's own graphs would be given."""
+    directory = tmp_path / "graphs"
+    directory.mkdir()
+    graph = resolve_graphs(GRAPH)[0]
+    shutil.copy(graph.path, directory / graph.path.name)
+    return directory
+
+
+def test_replay_evaluates_to_xlas_default_with_json_and_report(tmp_path, one_graph_directory, capsys):
+    out, report = tmp_path / "eval.json", tmp_path / "report"
+    code = main(["eval", "--policy", "replay", "--graphs", str(one_graph_directory), "--json", str(out),
+                 "--report", str(report), "--repeats", "3"])  # fmt: skip
+    assert code == 0
+    document = json.loads(out.read_text())
+    (row,) = document["graphs"]
+    assert set(row) == {"name", "family", "I", "D", "R", "vs_default", "reduction_ratio", "runtime_ratio",
+                        "sequence", "calls", "seconds"}  # fmt: skip
+    assert row["R"] == row["D"] and row["vs_default"] == 1.0 == document["geomean_vs_default"]
+    assert row["reduction_ratio"] is None  # I < D on this graph: the paper's ratio is undefined
+    assert row["runtime_ratio"] > 0 and row["calls"] > 100
+    assert (
+        f"| {GRAPH} | {row['I']} | {row['D']} | {row['R']} | 1.0000 |" in (report / "report.md").read_text()
+    )
+    assert (report / "vs_default.png").read_bytes()[:4] == b"\x89PNG"
+    assert "geomean vs_default 1.0000" in capsys.readouterr().out
+
+
+def test_greedy_search_reports_what_it_found_and_cost(tmp_path, one_graph_directory):
+    out = tmp_path / "eval.json"
+    code = main(["eval", "--policy", "search:greedy", "--graphs", str(one_graph_directory), "--actions",
+                 "simplification", "--budget", "120", "--no-runtime", "--json", str(out)])  # fmt: skip
+    assert code == 0
+    (row,) = json.loads(out.read_text())["graphs"]
+    assert row["calls"] <= 120 and row["runtime_ratio"] is None
+    assert row["vs_default"] == row["D"] / row["R"]
+
+
+def test_unknown_or_missing_policies_are_one_clear_error(capsys, one_graph_directory):
+    with pytest.raises(UserInputError, match="none is shipped yet"):
+        resolve_strategy(None)
+    assert resolve_strategy("search:beam") == "beam" and resolve_strategy("replay") == "replay"
+    assert main(["eval", "--policy", "search:astar", "--graphs", str(one_graph_directory)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("xlabench: error: search:astar: unknown search strategy") and "\n" not in error

@@ -1,0 +1,138 @@
+"""`xlabench eval`: a strategy (search baseline, XLA's own order, later a policy) vs XLA's default."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from xlabench.eval.evaluate import RESULT_FIELDS, evaluate_graph, resolve_strategy, summarize
+from xlabench.eval.report import write_report
+from xlabench.files import write_atomically
+from xlabench.search.strategies import DEFAULT_BUDGET, DEFAULT_MAX_LENGTH
+from xlabench.xla.catalogue import ACTION_SETS, DEFAULT_ACTION_SET
+
+
+def register(subparsers: Any) -> None:
+    """Add the `eval` subcommand."""
+    parser = subparsers.add_parser(
+        "eval", help="judge a pass-ordering strategy against XLA's default pipeline"
+    )
+    parser.add_argument("--policy", help="search:random|search:greedy|search:beam or replay")
+    parser.add_argument("--graphs", default="test", help="SPEC: all, a split, a family, a graph, .hlo files")
+    parser.add_argument("--json", metavar="OUT", help="write the results as one JSON object to OUT")
+    parser.add_argument("--report", metavar="DIR", help="write report.md and vs_default.png to DIR")
+    parser.add_argument("--no-runtime", action="store_true", help="skip executing and timing")
+    parser.add_argument("--actions", default=DEFAULT_ACTION_SET, choices=sorted(ACTION_SETS))
+    parser.add_argument(
+        "--budget", type=int, default=DEFAULT_BUDGET, help="compiler calls per graph (search)"
+    )
+    parser.add_argument(
+        "--max-length", type=int, default=DEFAULT_MAX_LENGTH, help="passes per sequence (search)"
+    )
+    parser.add_argument("--width", type=int, default=5, help="beam width (search:beam)")
+    parser.add_argument("--repeats", type=int, default=20, help="timed runs of each executable")
+    parser.add_argument(
+        "--workers", type=int, default=2, help="compiler worker processes (graphs in parallel)"
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.set_defaults(handler=run_eval)
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    """Evaluate every graph of the SPEC in parallel; print the table, write JSON and report on success."""
+    from tqdm import tqdm
+
+    from xlabench.graphs import resolve_graphs
+    from xlabench.xla import PassDriver
+    from xlabench.xla.pool import CompilerPool
+
+    strategy = resolve_strategy(args.policy)
+    graphs = resolve_graphs(args.graphs)
+    pool = CompilerPool(size=max(1, args.workers))
+    driver = PassDriver(pool=pool)
+    options: dict[str, Any] = {"budget": args.budget, "max_length": args.max_length}
+    if strategy in ("random", "greedy", "beam"):
+        options["actions"] = driver.catalogue.action_passes(args.actions)
+    if strategy == "random":
+        options["seed"] = args.seed
+    if strategy == "beam":
+        options["width"] = args.width
+    rows: list[dict[str, Any]] = []
+    lock = threading.Lock()
+    progress = tqdm(total=len(graphs), desc=f"eval {args.policy}", unit="graph", file=sys.stderr)
+
+    def run(graph: Any) -> None:
+        row = evaluate_graph(
+            driver, graph, strategy, options, runtime=not args.no_runtime, repeats=args.repeats
+        )
+        with lock:
+            rows.append(row)
+            progress.update(1)
+            progress.set_postfix_str(
+                f"{graph.name}: " + (f"{row['vs_default']:.4f}" if "vs_default" in row else "failed")
+            )
+
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, args.workers)) as executor:
+            list(executor.map(run, sorted(graphs, key=lambda graph: -graph.instruction_count)))
+    finally:
+        progress.close()
+        pool.close()
+    rows.sort(key=lambda row: row["name"])
+    summary = summarize(rows)
+    _print_table(args.policy, rows, summary)
+    # Files are written only now, whole and atomically: an interrupted run leaves none half-written.
+    if args.json:
+        # Every documented field for every graph; "error" only where a graph failed.
+        graphs_out = [
+            {
+                **{key: row.get(key) for key in RESULT_FIELDS},
+                **({"error": row["error"]} if "error" in row else {}),
+            }
+            for row in rows
+        ]
+        document = {
+            "policy": args.policy,
+            "graphs_spec": args.graphs,
+            "geomean_vs_default": summary["geomean_vs_default"],
+            "geomean_reduction_ratio": summary["geomean_reduction_ratio"],
+            "summary": summary,
+            "graphs": graphs_out,
+        }
+        write_atomically(args.json, json.dumps(document, indent=1).encode())
+    if args.report:
+        write_report(
+            args.report, f"xlabench eval --policy {args.policy} --graphs {args.graphs}", rows, summary
+        )
+    return 0 if summary["failed"] == 0 else 1
+
+
+def _print_table(policy: str, rows: list[dict[str, Any]], summary: dict[str, Any]) -> None:
+    print(f"{'graph':52} {'I':>6} {'D':>6} {'R':>6} {'vs_default':>10} {'runtime':>8} {'calls':>6}")
+    for row in rows:
+        if row.get("vs_default") is None:
+            print(f"{row['name']:52} FAILED: {row.get('error')}")
+            continue
+        runtime = "-" if row["runtime_ratio"] is None else f"{row['runtime_ratio']:.3f}"
+        print(
+            f"{row['name']:52} {row['I']:6} {row['D']:6} {row['R']:6} {row['vs_default']:10.4f} "
+            f"{runtime:>8} {row['calls']:6}"
+        )
+    print(f"\n{'family':14} {'graphs':>6} {'geomean vs_default':>18}  worst graph")
+    for family, part in summary["families"].items():
+        worst = part["worst"]
+        worst_text = f"{worst['name']} ({worst['vs_default']:.4f})" if worst else "-"
+        value = part["geomean_vs_default"]
+        print(
+            f"{family:14} {part['graphs']:6} {'-' if value is None else f'{value:18.4f}':>18}  {worst_text}"
+        )
+    value = summary["geomean_vs_default"]
+    print(
+        f"{policy}: {summary['graphs']} graphs, geomean vs_default "
+        f"{'-' if value is None else f'{value:.4f}'}, {summary['calls']} compiler calls, "
+        f"{summary['failed']} failed"
+    )

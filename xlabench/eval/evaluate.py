@@ -1,0 +1,121 @@
+"""Judge a pass-ordering strategy against XLA's default pipeline, graph by graph.
+
+Per graph: I (raw op count), D (XLA's default, counted at the counting point), R (the strategy's
+sequence, fairly counted), `vs_default` = D / R (above 1: better than XLA), the paper's
+`reduction_ratio` = (I - R) / (I - D) where I > D (undefined otherwise: bf16 graphs grow under XLA's
+default), and `runtime_ratio` = median run time of the sequence's executable / XLA's default
+executable, timed in turn in one worker after every output buffer was compared.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable
+from typing import Any
+
+from xlabench.errors import CompilerError, UserInputError
+from xlabench.graphs import Graph
+from xlabench.search import STRATEGIES, SearchResult
+from xlabench.xla import PassDriver
+from xlabench.xla.execute import compare_outputs, execute_against_default, random_inputs
+
+SEARCH_PREFIX = "search:"
+SEARCH_STRATEGIES = ("random", "greedy", "beam")
+RESULT_FIELDS = (
+    "name", "family", "I", "D", "R", "vs_default", "reduction_ratio", "runtime_ratio", "sequence",
+    "calls", "seconds",
+)  # fmt: skip
+
+
+def resolve_strategy(policy: str | None) -> str:
+    """The strategy a --policy value names (`search:beam`, `replay`, ...); one clear error otherwise."""
+    choices = ", ".join([*(SEARCH_PREFIX + name for name in SEARCH_STRATEGIES), "replay"])
+    if policy is None:
+        raise UserInputError(
+            f"no policy given and none is shipped yet (trained policies arrive with `xlabench retrain`): "
+            f"use --policy with one of {choices}"
+        )
+    if policy == "replay":
+        return "replay"
+    if policy.startswith(SEARCH_PREFIX):
+        name = policy[len(SEARCH_PREFIX) :]
+        if name in SEARCH_STRATEGIES:
+            return name
+        raise UserInputError(f"{policy}: unknown search strategy (choose {choices})")
+    raise UserInputError(
+        f"{policy}: no such policy (trained policies arrive with `xlabench retrain`; choose {choices})"
+    )
+
+
+def evaluate_graph(
+    driver: PassDriver,
+    graph: Graph,
+    strategy: str,
+    search_options: dict[str, Any],
+    runtime: bool = True,
+    repeats: int = 20,
+) -> dict[str, Any]:
+    """One row of the evaluation: counts, ratios, the sequence and what finding it cost."""
+    row: dict[str, Any] = {"name": graph.name, "family": graph.family}
+    try:
+        module = driver.load(graph.hlo_text(), graph.name)
+        row["I"] = driver.features(module).op_count
+        row["D"] = driver.features(driver.run_default_pipeline(module)).op_count
+        run: Callable[..., SearchResult] = STRATEGIES[strategy]
+        found = run(driver, module, **(search_options if strategy != "replay" else {}))
+        row.update({"R": found.op_count, "sequence": found.sequence, "calls": found.calls})
+        row["seconds"] = found.seconds
+        row["vs_default"] = row["D"] / row["R"]
+        row["reduction_ratio"] = (
+            (row["I"] - row["R"]) / (row["I"] - row["D"]) if row["I"] > row["D"] else None
+        )
+        row["runtime_ratio"] = None
+        if runtime:
+            inputs = random_inputs(module, seed=0, driver=driver)
+            assert found.module is not None
+            sequence_run, default_run = execute_against_default(
+                found.module, found.applied, module, inputs, repeats=repeats, driver=driver
+            )
+            problems = compare_outputs(default_run.outputs, sequence_run.outputs)
+            if problems:
+                row["error"] = f"outputs differ from XLA's default executable: {problems[0]}"
+            else:
+                row["runtime_ratio"] = sequence_run.median_run_seconds / default_run.median_run_seconds
+    except CompilerError as error:
+        row["error"] = str(error)
+    return row
+
+
+def geomean(values: list[float]) -> float | None:
+    """Geometric mean, or None for no values."""
+    return math.exp(statistics.fmean(math.log(value) for value in values)) if values else None
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Geomeans, worst graph and compiler calls, overall and per family.
+
+    The reduction ratio's geomean is over the graphs where it is defined (I > D) and positive.
+    """
+
+    def part(selected: list[dict[str, Any]]) -> dict[str, Any]:
+        measured = [row for row in selected if row.get("vs_default") is not None]
+        worst = min(measured, key=lambda row: row["vs_default"], default=None)
+        reductions = [row["reduction_ratio"] for row in measured if (row.get("reduction_ratio") or 0) > 0]
+        runtimes = [row["runtime_ratio"] for row in measured if row.get("runtime_ratio")]
+        return {
+            "graphs": len(selected),
+            "failed": len(selected) - len(measured),
+            "geomean_vs_default": geomean([row["vs_default"] for row in measured]),
+            "geomean_reduction_ratio": geomean(reductions),
+            "geomean_runtime_ratio": geomean(runtimes),
+            "worst": None if worst is None else {"name": worst["name"], "vs_default": worst["vs_default"]},
+            "calls": sum(row.get("calls", 0) for row in measured),
+        }
+
+    summary = part(rows)
+    families = sorted({row["family"] for row in rows})
+    summary["families"] = {
+        family: part([row for row in rows if row["family"] == family]) for family in families
+    }
+    return summary

@@ -1,0 +1,87 @@
+"""The evaluation as files: a Markdown table and a PNG plot of vs_default per graph, by family."""
+
+from __future__ import annotations
+
+import io
+import os
+from typing import Any
+
+from xlabench.files import write_atomically
+
+
+def _figure(value: float | None, digits: int = 4) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def markdown(title: str, rows: list[dict[str, Any]], summary: dict[str, Any]) -> str:
+    """Summary per family, then one line per graph."""
+    lines = [f"# {title}", "", "| family | graphs | geomean vs_default | geomean reduction | geomean runtime "
+             "| worst graph | compiler calls |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for family, part in [*summary["families"].items(), ("**all**", summary)]:
+        worst = part["worst"]
+        worst_text = f"{worst['name']} ({worst['vs_default']:.4f})" if worst else "-"
+        lines.append(
+            f"| {family} | {part['graphs']} | {_figure(part['geomean_vs_default'])} | "
+            f"{_figure(part['geomean_reduction_ratio'])} | {_figure(part['geomean_runtime_ratio'], 3)} | "
+            f"{worst_text} | {part['calls']} |"
+        )
+    lines += [
+        "",
+        "| graph | I | D | R | vs_default | reduction | runtime | calls | sequence |",
+        "|---" * 9 + "|",
+    ]
+    for row in rows:
+        if row.get("vs_default") is None:
+            lines.append(f"| {row['name']} | failed: {row.get('error', '')} |||||||")
+            continue
+        sequence = " ".join(row["sequence"])
+        lines.append(
+            f"| {row['name']} | {row['I']} | {row['D']} | {row['R']} | {row['vs_default']:.4f} | "
+            f"{_figure(row['reduction_ratio'], 3)} | {_figure(row['runtime_ratio'], 3)} | {row['calls']} | "
+            f"{sequence} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def plot(title: str, rows: list[dict[str, Any]]) -> bytes:
+    """PNG: one bar per graph (vs_default), grouped and coloured by family, a line at XLA's default."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    measured = sorted(
+        (row for row in rows if row.get("vs_default") is not None), key=lambda r: (r["family"], r["name"])
+    )
+    families = sorted({row["family"] for row in measured})
+    colours = {family: plt.get_cmap("tab10")(index % 10) for index, family in enumerate(families)}
+    figure, axes = plt.subplots(figsize=(max(6.0, 0.18 * len(measured) + 2), 4.0))
+    values = [row["vs_default"] for row in measured]
+    # Bars start at XLA's default (1.0), so small gains and losses stay visible.
+    axes.bar(range(len(measured)), [value - 1.0 for value in values], bottom=1.0,
+             color=[colours[row["family"]] for row in measured])  # fmt: skip
+    spread = max([abs(value - 1.0) for value in values] + [0.01])
+    axes.set_ylim(1.0 - 1.2 * spread, 1.0 + 1.2 * spread)
+    axes.axhline(1.0, color="black", linewidth=0.8)
+    axes.set_ylabel("vs_default = D / R  (above 1: fewer ops than XLA)")
+    axes.set_title(title)
+    axes.set_xticks([])
+    for family in families:
+        axes.bar([], [], color=colours[family], label=family)
+    axes.legend(fontsize="small", ncol=min(5, len(families)) or 1)
+    buffer = io.BytesIO()
+    figure.tight_layout()
+    figure.savefig(buffer, format="png", dpi=120)
+    plt.close(figure)
+    return buffer.getvalue()
+
+
+def write_report(
+    directory: str, title: str, rows: list[dict[str, Any]], summary: dict[str, Any]
+) -> list[str]:
+    """Write report.md and vs_default.png into `directory` (each atomically); return their paths."""
+    os.makedirs(directory, exist_ok=True)
+    table, picture = os.path.join(directory, "report.md"), os.path.join(directory, "vs_default.png")
+    write_atomically(table, markdown(title, rows, summary).encode())
+    write_atomically(picture, plot(title, rows))
+    return [table, picture]
