@@ -11,6 +11,7 @@ from xlabench.errors import XlabenchError
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the top-level parser with every subcommand registered."""
+    from xlabench.env import bench as env_bench
     from xlabench.eval import cli as eval_cli
     from xlabench.graphs import cli as graphs_cli
     from xlabench.xla import bench as xla_bench
@@ -24,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench = subparsers.add_parser("bench", help="benchmarks that print figures (speed, robustness)")
     bench_subparsers = bench.add_subparsers(dest="benchmark", required=True)
     xla_bench.register(bench_subparsers)
+    env_bench.register(bench_subparsers)
     return parser
 
 
