@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -61,3 +66,19 @@ def test_unknown_or_missing_policies_are_one_clear_error(capsys, one_graph_direc
     assert main(["eval", "--policy", "search:astar", "--graphs", str(one_graph_directory)]) == 2
     error = capsys.readouterr().err.strip()
     assert error.startswith("xlabench: error: search:astar: unknown search strategy") and "\n" not in error
+
+
+def test_an_interrupted_eval_stops_soon_and_writes_nothing(tmp_path, one_graph_directory):
+    out = tmp_path / "eval.json"
+    command = [sys.executable, "-m", "xlabench.cli", "eval", "--policy", "search:beam", "--budget", "100000",
+               "--graphs", str(one_graph_directory), "--no-runtime", "--json", str(out)]  # fmt: skip
+    environment = {**os.environ, "XLABENCH_CACHE_DIR": str(tmp_path / "cache")}  # cold: every call compiles
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=environment
+    )
+    time.sleep(8)  # well into the search (a beam this wide runs for many minutes)
+    process.send_signal(signal.SIGINT)
+    _, error = process.communicate(timeout=120)  # the search in flight stops at its next compiler call
+    assert process.returncode == 130
+    assert error.replace("\r", "\n").strip().splitlines()[-1] == "xlabench: interrupted"
+    assert not out.exists()

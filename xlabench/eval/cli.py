@@ -65,9 +65,13 @@ def run_eval(args: argparse.Namespace) -> int:
     lock = threading.Lock()
     progress = tqdm(total=len(graphs), desc=f"eval {args.policy}", unit="graph", file=sys.stderr)
 
+    cancel = threading.Event()  # set on Ctrl-C: searches in flight stop at their next compiler call
+
     def run(graph: Any) -> None:
+        if cancel.is_set():
+            return
         row = evaluate_graph(
-            driver, graph, strategy, options, runtime=not args.no_runtime, repeats=args.repeats
+            driver, graph, strategy, options, runtime=not args.no_runtime, repeats=args.repeats, cancel=cancel
         )
         with lock:
             rows.append(row)
@@ -76,10 +80,15 @@ def run_eval(args: argparse.Namespace) -> int:
                 f"{graph.name}: " + (f"{row['vs_default']:.4f}" if "vs_default" in row else "failed")
             )
 
+    executor = ThreadPoolExecutor(max_workers=max(1, args.workers))
     try:
-        with ThreadPoolExecutor(max_workers=max(1, args.workers)) as executor:
-            list(executor.map(run, sorted(graphs, key=lambda graph: -graph.instruction_count)))
+        list(executor.map(run, sorted(graphs, key=lambda graph: -graph.instruction_count)))
+    except BaseException:
+        cancel.set()
+        executor.shutdown(wait=True, cancel_futures=True)
+        raise
     finally:
+        executor.shutdown()
         progress.close()
         pool.close()
     rows.sort(key=lambda row: row["name"])

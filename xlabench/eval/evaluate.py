@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -55,15 +56,20 @@ def evaluate_graph(
     search_options: dict[str, Any],
     runtime: bool = True,
     repeats: int = 20,
+    cancel: threading.Event | None = None,
 ) -> dict[str, Any]:
-    """One row of the evaluation: counts, ratios, the sequence and what finding it cost."""
+    """One row of the evaluation: counts, ratios, the sequence and what finding it cost.
+
+    Setting `cancel` stops a search at its next compiler call and skips the runtime measurement.
+    """
     row: dict[str, Any] = {"name": graph.name, "family": graph.family}
     try:
         module = driver.load(graph.hlo_text(), graph.name)
         row["I"] = driver.features(module).op_count
         row["D"] = driver.features(driver.run_default_pipeline(module)).op_count
         run: Callable[..., SearchResult] = STRATEGIES[strategy]
-        found = run(driver, module, **(search_options if strategy != "replay" else {}))
+        options = {**search_options, "cancel": cancel} if strategy != "replay" else {}
+        found = run(driver, module, **options)
         row.update({"R": found.op_count, "sequence": found.sequence, "calls": found.calls})
         row["seconds"] = found.seconds
         row["vs_default"] = row["D"] / row["R"]
@@ -71,7 +77,7 @@ def evaluate_graph(
             (row["I"] - row["R"]) / (row["I"] - row["D"]) if row["I"] > row["D"] else None
         )
         row["runtime_ratio"] = None
-        if runtime:
+        if runtime and not (cancel is not None and cancel.is_set()):
             inputs = random_inputs(module, seed=0, driver=driver)
             assert found.module is not None
             sequence_run, default_run = execute_against_default(

@@ -2,13 +2,15 @@
 
 Every strategy starts from a graph's raw module, scores a sequence by its fair count R (the module
 after the sequence, taken through XLA's required passes: `PassDriver.fair_op_count`, the count D is
-measured with) and stops when its budget of compiler calls is spent. A *call* is one transition asked
+measured with) and stops when its budget of compiler calls is spent, or at once when its `cancel`
+event is set (returning the best found so far). A *call* is one transition asked
 of the driver -- applying a pass, or counting a module -- whether the transition cache answers it or
 XLA does; `seconds` is the wall time, which the cache makes cheaper on revisits.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,20 +39,22 @@ class SearchResult:
 
 
 class _Budget:
-    """Counts compiler calls; `spend` answers False once the budget is gone."""
+    """Counts compiler calls; `spend` answers False once the budget is gone or the search is cancelled."""
 
-    def __init__(self, calls: int) -> None:
+    def __init__(self, calls: int, cancel: threading.Event | None = None) -> None:
         if calls < 1:
             raise UserInputError(f"a search budget needs at least one compiler call, not {calls}")
-        self.limit, self.used = calls, 0
+        self.limit, self.used, self.cancel = calls, 0, cancel
 
     def spend(self, calls: int = 1) -> bool:
-        if self.used + calls > self.limit:
+        if self.used + calls > self.limit or (self.cancel is not None and self.cancel.is_set()):
             return False
         self.used += calls
         return True
 
     def left(self) -> int:
+        if self.cancel is not None and self.cancel.is_set():
+            return 0
         return self.limit - self.used
 
 
@@ -90,9 +94,10 @@ def random_search(
     budget: int = DEFAULT_BUDGET,
     max_length: int = DEFAULT_MAX_LENGTH,
     seed: int = 0,
+    cancel: threading.Event | None = None,
 ) -> SearchResult:
     """Random walks of random length up to `max_length` from the raw module; keep the best prefix seen."""
-    started, calls = time.perf_counter(), _Budget(budget)
+    started, calls = time.perf_counter(), _Budget(budget, cancel)
     generator = np.random.default_rng(seed)
     start = _start(driver, module, calls)
     best = start
@@ -116,9 +121,10 @@ def greedy_search(
     actions: list[str],
     budget: int = DEFAULT_BUDGET,
     max_length: int = DEFAULT_MAX_LENGTH,
+    cancel: threading.Event | None = None,
 ) -> SearchResult:
     """One-step lookahead: apply whichever action lowers R most; stop when none does."""
-    started, calls = time.perf_counter(), _Budget(budget)
+    started, calls = time.perf_counter(), _Budget(budget, cancel)
     state = _start(driver, module, calls)
     while len(state.sequence) < max_length:
         candidates = [_expand(driver, state, name, calls) for name in actions]
@@ -136,9 +142,10 @@ def beam_search(
     budget: int = DEFAULT_BUDGET,
     max_length: int = DEFAULT_MAX_LENGTH,
     width: int = 5,
+    cancel: threading.Event | None = None,
 ) -> SearchResult:
     """Keep the `width` best distinct modules at each depth, expand each by every action."""
-    started, calls = time.perf_counter(), _Budget(budget)
+    started, calls = time.perf_counter(), _Budget(budget, cancel)
     start = _start(driver, module, calls)
     best, beam = start, [start]
     for _ in range(max_length):
