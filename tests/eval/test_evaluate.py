@@ -73,8 +73,14 @@ def test_an_interrupted_eval_stops_soon_and_writes_nothing(tmp_path, one_graph_d
     command = [sys.executable, "-m", "xlabench.cli", "eval", "--policy", "search:beam", "--budget", "100000",
                "--graphs", str(one_graph_directory), "--no-runtime", "--json", str(out)]  # fmt: skip
     environment = {**os.environ, "XLABENCH_CACHE_DIR": str(tmp_path / "cache")}  # cold: every call compiles
+    # SIGINT as from a terminal: pytest-xdist workers ignore it, and children would inherit that.
     process = subprocess.Popen(
-        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=environment
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environment,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     time.sleep(8)  # well into the search (a beam this wide runs for many minutes)
     process.send_signal(signal.SIGINT)
