@@ -168,7 +168,7 @@ def beam_search(
     return _result("beam", best, calls, started)
 
 
-def replay_search(driver: PassDriver, module: HloModule, actions: list[str] | None = None) -> SearchResult:
+def replay_search(driver: PassDriver, module: HloModule) -> SearchResult:
     """XLA's own default order, pass by pass (`replay_default_pipeline`): the reference strategy."""
     started = time.perf_counter()
     replay = replay_default_pipeline(driver, module)

@@ -92,11 +92,7 @@ def execute(
     `PassCatalogue.disabled_before_counting_point`).
     """
     driver = driver or default_driver()
-    if required_only:
-        module = driver.run_required_passes(module, applied)
-        disabled = driver.catalogue.disabled_before_counting_point()
-    else:
-        disabled = []
+    module, disabled = _sequence_program(driver, module, applied) if required_only else (module, [])
     result = driver.call_compiler(
         "compile_and_run",
         "@required-passes" if required_only else "@default-pipeline",
@@ -126,18 +122,25 @@ def execute_against_default(
     to runtime, not what the machine did in between.
     """
     driver = driver or default_driver()
-    counted = driver.run_required_passes(result, applied)
+    counted, disabled = _sequence_program(driver, result, applied)
     answers = driver.call_compiler(
         "compile_and_run_interleaved",
         "@required-passes",
         counted,
-        disabled_passes=driver.catalogue.disabled_before_counting_point(),
+        disabled_passes=disabled,
         inputs=inputs,
         repeats=repeats,
         warmup=warmup,
         others=[(original.text, [])],
     )
     return _execution(answers[0]), _execution(answers[1])
+
+
+def _sequence_program(
+    driver: PassDriver, module: HloModule, applied: Iterable[str]
+) -> tuple[HloModule, list[str]]:
+    """What a sequence's executable is compiled from: the counted module, and the passes kept off."""
+    return driver.run_required_passes(module, applied), driver.catalogue.disabled_before_counting_point()
 
 
 def _execution(answer: dict) -> Execution:
