@@ -30,11 +30,21 @@ def test_greedy_and_beam_improve_on_doing_nothing_within_budget(gru_module):
         # The reported count is the sequence's fair count, reproducible from the sequence alone.
         module = gru_module
         for name in result.sequence:
-            module = driver.apply_pass(module, name)
+            following = driver.apply_pass(module, name)
+            assert following.fingerprint != module.fingerprint  # a pass that changes nothing is not taken
+            module = following
         assert driver.fair_op_count(module, result.sequence) == result.op_count
     assert (
         beam_search(driver, gru_module, ACTIONS, budget=200, max_length=3, width=2).sequence == beam.sequence
     )
+
+
+def test_a_pass_that_changes_nothing_costs_one_call_and_is_not_taken(gru_module):
+    driver = default_driver()
+    # No cholesky, no rng on a GRU: both passes leave its module as it is.
+    result = greedy_search(driver, gru_module, ["cholesky_expander", "rng-expander"], budget=50)
+    assert (result.sequence, result.calls) == ([], 1 + 2)
+    assert result.op_count == driver.fair_op_count(gru_module)
 
 
 def test_random_search_is_seeded_and_a_tiny_budget_is_respected(gru_module):
