@@ -159,11 +159,18 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         return self._observation(), float(reward), False, truncated, self._info(pass_name, seconds, error)
 
     def action_masks(self) -> np.ndarray:
-        """Valid actions (MaskablePPO's protocol): stop, and every pass not known to be useless here."""
+        """Valid actions (MaskablePPO's protocol): stop, and every pass not known to be useless here.
+
+        Known useless: a pass that left this very module unchanged or failed on it, and a pass whose
+        required predecessor is not in the sequence yet (`PassCatalogue.unmet_requirement`).
+        """
         mask = np.ones(len(self.actions) + 1, dtype=bool)
         if self._module is not None:
-            for action in range(len(self.actions)):
-                mask[action] = (self._module.fingerprint, action) not in self._useless
+            catalogue = self.driver.catalogue
+            for action, name in enumerate(self.actions):
+                mask[action] = (self._module.fingerprint, action) not in self._useless and (
+                    catalogue.unmet_requirement(name, self._sequence) is None
+                )
         return mask
 
     def render(self) -> str | None:

@@ -10,7 +10,9 @@ XLA does; `seconds` is the wall time, which the cache makes cheaper on revisits.
 Only passes that change the module are taken. On a given module most of the 72 actions do nothing
 (9 of 72 change a raw GPT-2 step), and counting is the dear call (about 4x a pass application):
 a no-op costs its one call and no count. This also leaves out sequences that spend an orderable pass
-where it does nothing, which would skip its required run at the end.
+where it does nothing, which would skip its required run at the end. The exception is a pass another
+one requires earlier in the sequence (`PassCatalogue.requirements`); a pass whose requirement is not
+in the sequence yet is not tried (no call).
 """
 
 from __future__ import annotations
@@ -73,11 +75,13 @@ class _State:
 def _expand(driver: PassDriver, state: _State, pass_name: str, budget: _Budget) -> _State | None:
     """The state after one more pass, fairly counted; None when the budget is out, the pass fails
     or it changes nothing."""
-    if not budget.spend(1):
+    catalogue = driver.catalogue
+    if catalogue.unmet_requirement(pass_name, state.sequence) is not None or not budget.spend(1):
         return None
     try:
         module = driver.apply_pass(state.module, pass_name)
-        if module.fingerprint == state.module.fingerprint or not budget.spend(1):
+        unchanged = module.fingerprint == state.module.fingerprint
+        if (unchanged and pass_name not in catalogue.requirements()) or not budget.spend(1):
             return None  # most passes do nothing to a given module: not taken, and not counted
         sequence = (*state.sequence, pass_name)
         return _State(module, sequence, driver.fair_op_count(module, sequence))
@@ -85,9 +89,16 @@ def _expand(driver: PassDriver, state: _State, pass_name: str, budget: _Budget) 
         return None  # XLA rejects the pass here: that branch is simply not taken
 
 
-def _state_key(driver: PassDriver, state: _State) -> tuple[str, tuple[str, ...]]:
-    """What a state's future depends on: its module, and which passes its required run still has."""
-    return state.module.fingerprint, tuple(driver.catalogue.disabled_for_required_only(state.sequence))
+def _state_key(driver: PassDriver, state: _State) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """What a state's future depends on: its module, which passes its required run still has, and
+    which requirements of other passes its sequence has met."""
+    catalogue = driver.catalogue
+    met = catalogue.requirements().intersection(key.split("@", 1)[0] for key in state.sequence)
+    return (
+        state.module.fingerprint,
+        tuple(catalogue.disabled_for_required_only(state.sequence)),
+        tuple(sorted(met)),
+    )
 
 
 def _rank(state: _State) -> tuple[int, int, tuple[str, ...]]:
@@ -162,7 +173,7 @@ def beam_search(
     start = _start(driver, module, calls)
     best, beam = start, [start]
     for _ in range(max_length):
-        expanded: dict[tuple[str, tuple[str, ...]], _State] = {}
+        expanded: dict[tuple[str, tuple[str, ...], tuple[str, ...]], _State] = {}
         for state in beam:
             for name in actions:
                 following = _expand(driver, state, name, calls)

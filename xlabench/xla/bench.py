@@ -491,8 +491,9 @@ def run_replay_benchmark(args: argparse.Namespace) -> int:
 def run_standalone_benchmark(args: argparse.Namespace) -> int:
     """Apply each candidate pass alone to each graph's raw module; count outcomes per pass.
 
-    This is the measurement behind the catalogue's classes: a candidate with no error, crash or
-    timeout on any suite graph is an action; one that fails is excluded with the reason shown here.
+    A pass with a requirement (`catalogue.REQUIREMENTS`) is applied after the pass it requires. This
+    is the measurement behind the catalogue's classes: a candidate with no error, crash or timeout
+    on any suite graph is an action; one that fails is excluded with the reason shown here.
     """
     from xlabench.graphs import resolve_graphs
 
@@ -510,8 +511,10 @@ def run_standalone_benchmark(args: argparse.Namespace) -> int:
     def run(graph: Any) -> None:
         module = driver.load(graph.hlo_text(), graph.name)
         for pass_name in passes:
+            requires = driver.catalogue.passes[pass_name].requires
             try:
-                driver.apply_pass(module, pass_name)
+                start = module if requires is None else driver.apply_pass(module, requires)
+                driver.apply_pass(start, pass_name)
                 tally.record(pass_name, "ok")
             except CompilerError as error:
                 tally.record(pass_name, error.kind, f"{graph.name}: {error.message[:300]}")

@@ -6,8 +6,8 @@ the pipeline tree from XLA's own log: "Running HLO pass pipeline on module M: P"
 closes a nested pipeline. The result is cached per jaxlib version, so a jaxlib bump rediscovers it.
 
 Classes. Every pass whose first run comes before the counting point is a *candidate*; a candidate
-that applies cleanly on its own to every suite graph (measured with `xlabench bench passes`) is an
-action, in one of two classes:
+that applies cleanly to every suite graph (measured with `xlabench bench passes`) -- on its own, or
+after the pass it requires (REQUIREMENTS) -- is an action, in one of two classes:
 - simplification: a target-independent simplification (the table below); the required-only
   pipeline turns these off, so a policy's sequence is what applies them;
 - orderable: a pass the backend needs (expander, normalizer, canonicalizer, ...) that a policy may
@@ -70,18 +70,29 @@ SIMPLIFICATION_PASSES: dict[str, str] = {
     "dynamic-dimension-simplifier": "folds dynamic-dimension bookkeeping",
     "conditional-to-select": "turns small conditionals into selects",
     "map-inline": "inlines map computations that are a single elementwise op",
-    "gather_simplifier": "canonicalizes gathers",
-    "scatter_simplifier": "canonicalizes scatters",
 }
 
-# Measured on jaxlib 0.10.2 by `xlabench bench passes all`: each fails on 81 of the 160 suite
-# graphs, those with batched gathers/scatters (e.g. take_along_axis in the GPT-2 training step);
-# the other 72 candidates apply cleanly on all 160.
-EXCLUDED_PASSES: dict[str, str] = {
-    "gather_simplifier": "RET_CHECK failure (shape mismatch) on batched gathers unless "
-    "batched_gather_scatter_normalizer ran first",
-    "scatter_simplifier": "aborts the compiler (CHECK dim_to_insert < output_shape_rank) on batched "
-    "scatters unless batched_gather_scatter_normalizer ran first",
+# Candidates that do not apply cleanly on their own to some suite graph, with the measured reason.
+# None on jaxlib 0.10.2: `xlabench bench passes all` finds the 74 candidates clean on all 160
+# graphs, given the requirements below.
+EXCLUDED_PASSES: dict[str, str] = {}
+
+# Orderable passes that need another pass earlier in the sequence: (that pass, why). Measured on
+# jaxlib 0.10.2: alone, each fails on the 81 suite graphs with batched gathers/scatters (e.g.
+# take_along_axis in the GPT-2 training step); after batched_gather_scatter_normalizer, on none.
+# In XLA's pipeline the normalizer runs first. The backend needs both (the CPU emitter CHECK-fails
+# on gathers nothing canonicalized), so they are orderable, not simplification passes.
+REQUIREMENTS: dict[str, tuple[str, str]] = {
+    "gather_simplifier": (
+        "batched_gather_scatter_normalizer",
+        "canonicalizes gathers; RET_CHECK failure (shape mismatch) on batched gathers unless "
+        "batched_gather_scatter_normalizer ran first",
+    ),
+    "scatter_simplifier": (
+        "batched_gather_scatter_normalizer",
+        "canonicalizes scatters; aborts the compiler (CHECK dim_to_insert < output_shape_rank) on "
+        "batched scatters unless batched_gather_scatter_normalizer ran first",
+    ),
 }
 
 
@@ -97,6 +108,7 @@ class PassInfo:
     description: str = ""
     # One key per time it appears before the counting point (`instance_key`), in pipeline order.
     instances: tuple[str, ...] = ()
+    requires: str | None = None  # a pass that must come earlier in a sequence (REQUIREMENTS)
 
 
 @dataclass
@@ -118,6 +130,18 @@ class PassCatalogue:
         kinds = ACTION_SETS[action_set]
         actions = [info for info in self.passes.values() if info.kind in kinds]
         return [info.name for info in sorted(actions, key=lambda info: info.position)]
+
+    def unmet_requirement(self, pass_name: str, sequence: Iterable[str]) -> str | None:
+        """The pass `pass_name` needs earlier in `sequence` (names or instance keys) and lacks, or None."""
+        info = self.passes.get(pass_name)
+        if info is None or info.requires is None:
+            return None
+        applied = {key.split("@", 1)[0] for key in sequence}
+        return None if info.requires in applied else info.requires
+
+    def requirements(self) -> set[str]:
+        """The passes some other pass requires earlier in a sequence."""
+        return {info.requires for info in self.passes.values() if info.requires is not None}
 
     def candidate_passes(self) -> list[str]:
         """Every pass whose first run comes before the counting point, in pipeline order."""
@@ -338,9 +362,21 @@ def classify(tree: list[dict[str, Any]], jaxlib_version: str) -> PassCatalogue:
             kind = "simplification"
         else:
             kind = "orderable"
-        description = EXCLUDED_PASSES.get(name) if kind == "excluded" else SIMPLIFICATION_PASSES.get(name, "")
+        requires, requirement_reason = REQUIREMENTS.get(name, (None, ""))
+        description = (
+            EXCLUDED_PASSES.get(name)
+            if kind == "excluded"
+            else SIMPLIFICATION_PASSES.get(name) or requirement_reason
+        )
         passes[name] = PassInfo(
-            name, kind, ancestors, position, counts[name], description or "", tuple(instances.get(name, ()))
+            name,
+            kind,
+            ancestors,
+            position,
+            counts[name],
+            description or "",
+            tuple(instances.get(name, ())),
+            requires if kind == "orderable" else None,
         )
     return PassCatalogue(jaxlib_version=jaxlib_version, tree=tree, passes=passes)
 
