@@ -41,6 +41,27 @@ def test_returns_telescope_to_the_fair_improvement_and_replay_matches_xla(small_
     assert terminated and reward == 0.0 and info["pass"] == "stop"
 
 
+@pytest.mark.parametrize("end", ["stop", "step cap"])
+def test_counting_only_at_the_end_gives_the_same_return(end):
+    passes = ["call-inliner", "algsimp", "cse", "dce"]
+    returns = {}
+    for every_step in (True, False):
+        env = PassOrderingEnv(
+            graphs=SMALL_GRAPH,
+            action_set="simplification",
+            max_steps=len(passes),
+            count_every_step=every_step,
+        )
+        env.reset(seed=0)
+        rewards = [env.step(env.actions.index(name))[1] for name in passes[: len(passes) - (end == "stop")]]
+        if end == "stop":
+            rewards.append(env.step(env.stop_action)[1])
+        if not every_step:
+            assert rewards[:-1] == [0.0] * (len(rewards) - 1)  # no count before the episode ends
+        returns[every_step] = sum(rewards)
+    assert returns[False] == pytest.approx(returns[True]) and returns[True] > 0
+
+
 def test_same_seed_and_actions_give_the_same_episode(small_env):
     def episode() -> list:
         observation, _ = small_env.reset(seed=7)

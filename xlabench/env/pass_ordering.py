@@ -11,6 +11,12 @@ relative improvement over doing nothing -- defined on every graph (bf16 graphs h
 paper's (I - R) / (I - D) is not), and the same scale for graphs of every size. A pass that fails or
 crashes XLA leaves the module as it was and costs `error_penalty`.
 
+With `count_every_step=False` the module is counted only when the episode ends (*stop*, or the step
+cap): the reward is 0 until then and the return the same (R0 - R_T) / R0. A count is a required-only
+compile to the counting point: `xlabench bench env` on the 931-op bf16 GPT-2 step measured a median
+step of 2.27 s counted, 0.14 s not. A rollout needs no reward until its end, so evaluation runs this
+way, and training may, with shaping to make up the signal.
+
 `info` carries the graph, R (`op_count`), I, D, R0, the pass, its error, and `seconds`: the time XLA took
 to run the pass, as first measured (a cached transition keeps it, so a replayed episode reports the same
 figures; 0 for a failed pass).
@@ -18,6 +24,7 @@ figures; 0 for a failed pass).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +40,23 @@ from xlabench.xla.features import OPCODES, Features
 
 ENV_ID = "xlabench/PassOrdering-v0"
 COST_FIELDS = ("flops", "transcendentals", "bytes_accessed")
+
+
+def observation_space(action_count: int) -> spaces.Dict:
+    """The environment's observation space for an action set of `action_count` passes."""
+    return spaces.Dict(
+        {
+            # Share of each opcode in the module (OPCODES order, then "other").
+            "histogram": spaces.Box(0.0, 1.0, (len(OPCODES) + 1,), np.float32),
+            # The module's op count relative to I (not the fair count: that is the reward's).
+            "op_count": spaces.Box(0.0, np.inf, (1,), np.float32),
+            "step_fraction": spaces.Box(0.0, 1.0, (1,), np.float32),
+            # XLA's cost analysis relative to the raw module's (flops, transcendentals, bytes).
+            "cost": spaces.Box(0.0, np.inf, (len(COST_FIELDS),), np.float32),
+            # How often each action was applied in this episode, relative to the episode cap.
+            "action_counts": spaces.Box(0.0, 1.0, (action_count,), np.float32),
+        }
+    )
 
 
 @dataclass(frozen=True)
@@ -54,20 +78,25 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
 
     def __init__(
         self,
-        graphs: str = "train",
+        graphs: str | Sequence[Graph] = "train",
         action_set: str = DEFAULT_ACTION_SET,
         max_steps: int = 30,
         error_penalty: float = 0.01,
         actions: list[str] | None = None,
         driver: PassDriver | None = None,
         render_mode: str | None = None,
+        count_every_step: bool = True,
     ) -> None:
         if max_steps < 1:
             raise UserInputError(f"max_steps must be at least 1, not {max_steps}")
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise UserInputError(f"{render_mode}: unknown render mode (choose ansi)")
         self.driver = driver or default_driver()
-        self.graphs = {graph.name: graph for graph in resolve_graphs(graphs)}
+        self.graphs = {
+            graph.name: graph for graph in (resolve_graphs(graphs) if isinstance(graphs, str) else graphs)
+        }
+        if not self.graphs:
+            raise UserInputError("an environment needs at least one graph")
         self.graph_names = sorted(self.graphs)
         if actions is None:
             actions = self.driver.catalogue.action_passes(action_set)
@@ -78,21 +107,10 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         self.max_steps = max_steps
         self.error_penalty = error_penalty
         self.render_mode = render_mode
+        self.count_every_step = count_every_step
 
         self.action_space = spaces.Discrete(len(self.actions) + 1)
-        self.observation_space = spaces.Dict(
-            {
-                # Share of each opcode in the module (OPCODES order, then "other").
-                "histogram": spaces.Box(0.0, 1.0, (len(OPCODES) + 1,), np.float32),
-                # The module's op count relative to I (not the fair count: that is the reward's).
-                "op_count": spaces.Box(0.0, np.inf, (1,), np.float32),
-                "step_fraction": spaces.Box(0.0, 1.0, (1,), np.float32),
-                # XLA's cost analysis relative to the raw module's (flops, transcendentals, bytes).
-                "cost": spaces.Box(0.0, np.inf, (len(COST_FIELDS),), np.float32),
-                # How often each action was applied in this episode, relative to the episode cap.
-                "action_counts": spaces.Box(0.0, 1.0, (len(self.actions),), np.float32),
-            }
-        )
+        self.observation_space = observation_space(len(self.actions))
 
         self._starts: dict[str, GraphStart] = {}
         # (module fingerprint, action) pairs known to change nothing or to fail: masked.
@@ -132,7 +150,7 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         if not self.action_space.contains(action):
             raise UserInputError(f"action {action} is outside {self.action_space}")
         if action == self.stop_action:
-            return self._observation(), 0.0, True, False, self._info("stop", 0.0, None)
+            return self._observation(), self._count_reward(), True, False, self._info("stop", 0.0, None)
 
         pass_name = self.actions[action]
         before = self._module
@@ -141,21 +159,22 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         try:
             after = self.driver.apply_pass(before, pass_name)
             seconds = after.compile_seconds or 0.0
-            fair_count = self.driver.fair_op_count(after, [*self._sequence, pass_name])
+            if self.count_every_step:
+                self.driver.fair_op_count(after, [*self._sequence, pass_name])  # a failure is the step's
         except CompilerError as failure:
             error = failure
         self._steps += 1
         self._action_counts[action] += 1
+        truncated = self._steps >= self.max_steps
         if error is not None:
             self._useless.add((before.fingerprint, action))
-            reward = -self.error_penalty
+            reward = -self.error_penalty + (self._count_reward() if truncated else 0.0)
         else:
             if after.fingerprint == before.fingerprint:
                 self._useless.add((before.fingerprint, action))
-            reward = (self._fair_count - fair_count) / self._start.unoptimized_op_count
-            self._module, self._fair_count = after, fair_count
+            self._module = after
             self._sequence.append(pass_name)
-        truncated = self._steps >= self.max_steps
+            reward = self._count_reward() if self.count_every_step or truncated else 0.0
         return self._observation(), float(reward), False, truncated, self._info(pass_name, seconds, error)
 
     def action_masks(self) -> np.ndarray:
@@ -199,7 +218,22 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
     @property
     def fair_op_count(self) -> int:
         """R: the current module's fairly counted op count."""
-        return self._fair_count
+        return self.driver.fair_op_count(self._module, self._sequence) if self._module else 0
+
+    def compiler_calls(self) -> dict[str, int]:
+        """Compiler calls of this environment's driver so far: answered by XLA, by the cache."""
+        return dict(self.driver.calls)
+
+    def _count_reward(self) -> float:
+        """Count the current module; the reward is the drop since the last count, over R0."""
+        assert self._start is not None and self._module is not None
+        try:
+            fair_count = self.driver.fair_op_count(self._module, self._sequence)
+        except CompilerError:  # XLA's required passes fail on this sequence's module
+            return -self.error_penalty
+        reward = (self._fair_count - fair_count) / self._start.unoptimized_op_count
+        self._fair_count = fair_count
+        return reward
 
     def graph_start(self, name: str) -> GraphStart:
         """I, D, R0 and the raw module of one graph (computed once per environment)."""

@@ -77,7 +77,9 @@ class PassDriver:
         )
         self.timeout = timeout
         self._features: dict[str, Features] = {}
-        self._features_lock = threading.Lock()
+        self._lock = threading.Lock()
+        # Compiler calls so far: answered by XLA in a worker, or by the transition cache.
+        self.calls = {"xla": 0, "cached": 0}
 
     @property
     def catalogue(self) -> PassCatalogue:
@@ -101,11 +103,11 @@ class PassDriver:
 
     def features(self, module: HloModule) -> Features:
         """Op count, opcode histogram and cost analysis of a module."""
-        with self._features_lock:
+        with self._lock:
             known = self._features.get(module.fingerprint)
         if known is None:
             known = Features.from_dict(self.call_compiler("features", None, module))
-            with self._features_lock:
+            with self._lock:
                 self._features[module.fingerprint] = known
         return known
 
@@ -240,6 +242,8 @@ class PassDriver:
         if self.cache is not None:
             record = self.cache.get(self.jaxlib_version, module.fingerprint, key)
             if record is not None:
+                with self._lock:
+                    self.calls["cached"] += 1
                 if "error" in record:
                     raise CompilerError.from_dict(record["error"])
                 return record
@@ -264,6 +268,8 @@ class PassDriver:
         """
         text = module if isinstance(module, str) else module.text
         fingerprint = _text_sha256(text) if isinstance(module, str) else module.fingerprint
+        with self._lock:
+            self.calls["xla"] += 1
         try:
             return self.pool.call(function, timeout=self.timeout, text=text, **arguments)
         except compiler_pool.CompilerFailure as failure:
