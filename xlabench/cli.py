@@ -11,9 +11,11 @@ from xlabench.errors import XlabenchError
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the top-level parser with every subcommand registered."""
+    from xlabench.agents import cli as agents_cli
     from xlabench.env import bench as env_bench
     from xlabench.eval import cli as eval_cli
     from xlabench.graphs import cli as graphs_cli
+    from xlabench.policies import cli as policies_cli
     from xlabench.xla import bench as xla_bench
     from xlabench.xla import cli as xla_cli
 
@@ -22,6 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
     xla_cli.register(subparsers)
     graphs_cli.register(subparsers)
     eval_cli.register(subparsers)
+    agents_cli.register(subparsers)
+    policies_cli.register(subparsers)
     bench = subparsers.add_parser("bench", help="benchmarks that print figures (speed, robustness)")
     bench_subparsers = bench.add_subparsers(dest="benchmark", required=True)
     xla_bench.register(bench_subparsers)

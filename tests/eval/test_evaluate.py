@@ -59,8 +59,9 @@ def test_greedy_search_reports_what_it_found_and_cost(tmp_path, one_graph_direct
     assert row["vs_default"] == row["D"] / row["R"]
 
 
-def test_unknown_or_missing_policies_are_one_clear_error(capsys, one_graph_directory):
-    with pytest.raises(UserInputError, match="none is shipped yet"):
+def test_unknown_or_missing_policies_are_one_clear_error(capsys, one_graph_directory, tmp_path, monkeypatch):
+    monkeypatch.setenv("XLABENCH_POLICIES_DIR", str(tmp_path / "no-policies"))
+    with pytest.raises(UserInputError, match="no general policy is shipped"):
         resolve_strategy(None)
     assert resolve_strategy("search:beam") == "beam" and resolve_strategy("replay") == "replay"
     assert main(["eval", "--policy", "search:astar", "--graphs", str(one_graph_directory)]) == 2

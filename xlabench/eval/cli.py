@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from xlabench.eval.evaluate import RESULT_FIELDS, evaluate_graph, resolve_strategy, summarize
+from xlabench.eval.evaluate import DEFAULT_POLICY, RESULT_FIELDS, evaluate_graphs, resolve_strategy, summarize
 from xlabench.eval.report import write_report
 from xlabench.files import write_atomically
 from xlabench.search.strategies import DEFAULT_BUDGET, DEFAULT_MAX_LENGTH
@@ -21,7 +18,11 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "eval", help="judge a pass-ordering strategy against XLA's default pipeline"
     )
-    parser.add_argument("--policy", help="search:random|search:greedy|search:beam or replay")
+    parser.add_argument(
+        "--policy",
+        help=f"a trained policy (NAME, NAME@vX.Y or a version directory; default {DEFAULT_POLICY}), "
+        "search:random|search:greedy|search:beam, or replay",
+    )
     parser.add_argument("--graphs", default="test", help="SPEC: all, a split, a family, a graph, .hlo files")
     parser.add_argument("--json", metavar="OUT", help="write the results as one JSON object to OUT")
     parser.add_argument("--report", metavar="DIR", help="write report.md and vs_default.png to DIR")
@@ -44,9 +45,8 @@ def register(subparsers: Any) -> None:
 
 def run_eval(args: argparse.Namespace) -> int:
     """Evaluate every graph of the SPEC in parallel; print the table, write JSON and report on success."""
-    from tqdm import tqdm
-
     from xlabench.graphs import resolve_graphs
+    from xlabench.policies.policy import load_policy
     from xlabench.xla import PassDriver
     from xlabench.xla.pool import CompilerPool
 
@@ -61,39 +61,19 @@ def run_eval(args: argparse.Namespace) -> int:
         options["seed"] = args.seed
     if strategy == "beam":
         options["width"] = args.width
-    rows: list[dict[str, Any]] = []
-    lock = threading.Lock()
-    progress = tqdm(total=len(graphs), desc=f"eval {args.policy}", unit="graph", file=sys.stderr)
-
-    cancel = threading.Event()  # set on Ctrl-C: searches in flight stop at their next compiler call
-
-    def run(graph: Any) -> None:
-        if cancel.is_set():
-            return
-        row = evaluate_graph(
-            driver, graph, strategy, options, runtime=not args.no_runtime, repeats=args.repeats, cancel=cancel
-        )
-        with lock:
-            rows.append(row)
-            progress.update(1)
-            progress.set_postfix_str(
-                f"{graph.name}: " + (f"{row['vs_default']:.4f}" if "vs_default" in row else "failed")
-            )
-
-    executor = ThreadPoolExecutor(max_workers=max(1, args.workers))
+    label = args.policy or DEFAULT_POLICY
     try:
-        list(executor.map(run, sorted(graphs, key=lambda graph: -graph.instruction_count)))
-    except BaseException:
-        cancel.set()
-        executor.shutdown(wait=True, cancel_futures=True)
-        raise
+        if strategy == "policy":
+            options["policy"] = load_policy(label, driver)
+            label = options["policy"].label
+        runtime = not args.no_runtime
+        rows = evaluate_graphs(
+            driver, graphs, strategy, options, runtime, args.repeats, args.workers, f"eval {label}"
+        )
     finally:
-        executor.shutdown()
-        progress.close()
         pool.close()
-    rows.sort(key=lambda row: row["name"])
     summary = summarize(rows)
-    _print_table(args.policy, rows, summary)
+    _print_table(label, rows, summary)
     # Files are written only now, whole and atomically: an interrupted run leaves none half-written.
     if args.json:
         # Every documented field for every graph; "error" only where a graph failed.
@@ -105,7 +85,7 @@ def run_eval(args: argparse.Namespace) -> int:
             for row in rows
         ]
         document = {
-            "policy": args.policy,
+            "policy": label,
             "graphs_spec": args.graphs,
             "geomean_vs_default": summary["geomean_vs_default"],
             "geomean_reduction_ratio": summary["geomean_reduction_ratio"],
@@ -114,9 +94,7 @@ def run_eval(args: argparse.Namespace) -> int:
         }
         write_atomically(args.json, json.dumps(document, indent=1).encode())
     if args.report:
-        write_report(
-            args.report, f"xlabench eval --policy {args.policy} --graphs {args.graphs}", rows, summary
-        )
+        write_report(args.report, f"xlabench eval --policy {label} --graphs {args.graphs}", rows, summary)
     return 0 if summary["failed"] == 0 else 1
 
 

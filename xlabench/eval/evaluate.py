@@ -11,17 +11,21 @@ from __future__ import annotations
 
 import math
 import statistics
+import sys
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from xlabench.errors import CompilerError, UserInputError
 from xlabench.graphs import Graph
+from xlabench.policies.policy import rollout
 from xlabench.search import STRATEGIES, SearchResult
 from xlabench.xla import PassDriver
 from xlabench.xla.execute import compare_outputs, execute_against_default, random_inputs
 
 SEARCH_PREFIX = "search:"
+DEFAULT_POLICY = "general"
 SEARCH_STRATEGIES = ("random", "greedy", "beam")
 RESULT_FIELDS = (
     "name", "family", "I", "D", "R", "vs_default", "reduction_ratio", "runtime_ratio", "sequence",
@@ -30,12 +34,17 @@ RESULT_FIELDS = (
 
 
 def resolve_strategy(policy: str | None) -> str:
-    """The strategy a --policy value names (`search:beam`, `replay`, ...); one clear error otherwise."""
+    """The strategy a --policy value names: a search (`search:beam`), `replay`, or `policy` -- a
+    trained policy's name, NAME@vX.Y or version directory (default: the shipped general policy)."""
+    from xlabench.policies.artifact import policy_names
+
     choices = ", ".join([*(SEARCH_PREFIX + name for name in SEARCH_STRATEGIES), "replay"])
     if policy is None:
+        if DEFAULT_POLICY in policy_names():
+            return "policy"
         raise UserInputError(
-            f"no policy given and none is shipped yet (trained policies arrive with `xlabench retrain`): "
-            f"use --policy with one of {choices}"
+            f"no policy given and no {DEFAULT_POLICY} policy is shipped (train one with `xlabench retrain`): "
+            f"use --policy with a policy or one of {choices}"
         )
     if policy == "replay":
         return "replay"
@@ -44,9 +53,7 @@ def resolve_strategy(policy: str | None) -> str:
         if name in SEARCH_STRATEGIES:
             return name
         raise UserInputError(f"{policy}: unknown search strategy (choose {choices})")
-    raise UserInputError(
-        f"{policy}: no such policy (trained policies arrive with `xlabench retrain`; choose {choices})"
-    )
+    return "policy"
 
 
 def evaluate_graph(
@@ -67,9 +74,12 @@ def evaluate_graph(
         module = driver.load(graph.hlo_text(), graph.name)
         row["I"] = driver.features(module).op_count
         row["D"] = driver.features(driver.run_default_pipeline(module)).op_count
-        run: Callable[..., SearchResult] = STRATEGIES[strategy]
-        options = {**search_options, "cancel": cancel} if strategy != "replay" else {}
-        found = run(driver, module, **options)
+        if strategy == "policy":
+            found = rollout(search_options["policy"], driver, graph)
+        else:
+            run: Callable[..., SearchResult] = STRATEGIES[strategy]
+            options = {**search_options, "cancel": cancel} if strategy != "replay" else {}
+            found = run(driver, module, **options)
         row.update({"R": found.op_count, "sequence": found.sequence, "calls": found.calls})
         row["seconds"] = found.seconds
         row["vs_default"] = row["D"] / row["R"]
@@ -91,6 +101,51 @@ def evaluate_graph(
     except CompilerError as error:
         row["error"] = str(error)
     return row
+
+
+def evaluate_graphs(
+    driver: PassDriver,
+    graphs: list[Graph],
+    strategy: str,
+    options: dict[str, Any],
+    runtime: bool = True,
+    repeats: int = 20,
+    workers: int = 2,
+    label: str = "eval",
+) -> list[dict[str, Any]]:
+    """`evaluate_graph` over many graphs, `workers` at a time (largest first), with a progress bar.
+
+    Ctrl-C cancels the searches in flight at their next compiler call and re-raises.
+    """
+    from tqdm import tqdm
+
+    rows: list[dict[str, Any]] = []
+    lock = threading.Lock()
+    progress = tqdm(total=len(graphs), desc=label, unit="graph", file=sys.stderr)
+    cancel = threading.Event()
+
+    def run(graph: Graph) -> None:
+        if cancel.is_set():
+            return
+        row = evaluate_graph(driver, graph, strategy, options, runtime, repeats, cancel)
+        with lock:
+            rows.append(row)
+            progress.update(1)
+            progress.set_postfix_str(
+                f"{graph.name}: " + (f"{row['vs_default']:.4f}" if "vs_default" in row else "failed")
+            )
+
+    executor = ThreadPoolExecutor(max_workers=max(1, workers))
+    try:
+        list(executor.map(run, sorted(graphs, key=lambda graph: -graph.instruction_count)))
+    except BaseException:
+        cancel.set()
+        executor.shutdown(wait=True, cancel_futures=True)
+        raise
+    finally:
+        executor.shutdown()
+        progress.close()
+    return sorted(rows, key=lambda row: row["name"])
 
 
 def geomean(values: list[float]) -> float | None:

@@ -1,0 +1,33 @@
+"""`xlabench retrain` end to end on one small graph; `xlabench policies`; `xlabench eval` with the result."""
+
+from __future__ import annotations
+
+import json
+
+from tests.policies.conftest import SMALL_GRAPH
+from xlabench.cli import main
+
+
+def test_retrain_writes_a_version_that_eval_and_policies_use(policies_root, tmp_path, capsys):
+    arguments = ["retrain", "--name", "tiny", "--graphs", SMALL_GRAPH, "--steps", "128", "--workers", "1",
+                 "--eval-graphs", SMALL_GRAPH, "--logdir", str(tmp_path / "tb")]  # fmt: skip
+    assert main(arguments) == 0
+    metadata = json.loads((policies_root / "tiny" / "v1.0" / "metadata.json").read_text())
+    assert metadata["training"]["steps"] == 128 and metadata["algorithm"] == "ppo"
+    assert metadata["eval"][SMALL_GRAPH]["geomean_vs_default"] > 0
+    assert any((tmp_path / "tb").rglob("events.out.tfevents.*"))  # TensorBoard logs
+
+    out = tmp_path / "eval.json"
+    assert (
+        main(["eval", "--policy", "tiny", "--graphs", SMALL_GRAPH, "--no-runtime", "--json", str(out)]) == 0
+    )
+    (row,) = json.loads(out.read_text())["graphs"]
+    assert row["calls"] == 2 * len(row["sequence"]) + 1 and row["vs_default"] == row["D"] / row["R"]
+    assert json.loads(out.read_text())["policy"] == "tiny@v1.0"
+    # The rollout is the one retrain evaluated.
+    assert row["R"] == metadata["eval"][SMALL_GRAPH]["per_graph"][0]["R"]
+
+    capsys.readouterr()
+    assert main(["policies", "list"]) == 0 and "tiny@v1.0: ppo" in capsys.readouterr().out
+    assert main(["policies", "show", "tiny"]) == 0 and "weights     sha256" in capsys.readouterr().out
+    assert main(["retrain", "--name", "../x", "--graphs", SMALL_GRAPH]) == 2  # refused before training

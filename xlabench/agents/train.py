@@ -1,0 +1,261 @@
+"""Train a pass-ordering policy with stable-baselines3 / sb3-contrib: every hyperparameter is here.
+
+Read top to bottom: the environment settings, the hyperparameters of each algorithm, how the
+vectorised environments are built (one compiler worker per environment process, all sharing the
+transition cache, so revisited states cost nothing), the progress bar, and `train`.
+
+Algorithms (the paper's comparison):
+- ppo: MaskablePPO, the paper's setup (MLP, GAE lambda 0.95, clip 0.2, entropy 0);
+- ppo-shaping: ppo plus potential-based shaping from XLA's cost analysis (`CostShaping`);
+- ppo-value: ppo whose value function also sees the cost analysis (`ValueFeaturesPolicy`);
+- a2c, dqn (stable-baselines3) and trpo (sb3-contrib): no action masking in training, so a masked
+  action is a refused step with the error penalty (`MaskedActionPenalty`).
+The policy never sees the cost analysis (`ObservationExtractor` hides it), so a rollout needs none.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium
+import numpy as np
+
+ALGORITHMS = ("ppo", "ppo-shaping", "ppo-value", "a2c", "dqn", "trpo")
+
+# The environment every algorithm trains in (see xlabench.env.PassOrderingEnv).
+ENVIRONMENT: dict[str, Any] = {"action_set": "all", "max_steps": 30, "error_penalty": 0.01}
+
+GAMMA = 0.99
+NET_ARCH = [128, 128]
+ACTIVATION = "tanh"
+
+HYPERPARAMETERS: dict[str, dict[str, Any]] = {
+    "ppo": {
+        "learning_rate": 3e-4,
+        "n_steps": 128,  # per environment, between updates
+        "batch_size": 64,
+        "n_epochs": 10,
+        "gae_lambda": 0.95,
+        "clip_range": 0.2,
+        "ent_coef": 0.0,
+        "vf_coef": 0.5,
+        "max_grad_norm": 0.5,
+    },
+    "a2c": {"learning_rate": 7e-4, "n_steps": 8, "gae_lambda": 0.95, "ent_coef": 0.0, "vf_coef": 0.5},
+    "dqn": {
+        "learning_rate": 1e-4,
+        "buffer_size": 50_000,
+        "learning_starts": 500,
+        "batch_size": 64,
+        "train_freq": 4,
+        "target_update_interval": 500,
+        "exploration_fraction": 0.3,
+        "exploration_final_eps": 0.05,
+    },
+    "trpo": {"learning_rate": 1e-3, "n_steps": 128, "batch_size": 64, "gae_lambda": 0.95, "target_kl": 0.01},
+}
+HYPERPARAMETERS["ppo-shaping"] = {**HYPERPARAMETERS["ppo"], "shaping_coefficient": 0.1}
+HYPERPARAMETERS["ppo-value"] = dict(HYPERPARAMETERS["ppo"])
+
+MASKABLE = ("ppo", "ppo-shaping", "ppo-value")
+
+
+@dataclass
+class TrainingRun:
+    """What `train` returns: the model, and how the run went."""
+
+    model: Any
+    algorithm: str
+    hyperparameters: dict[str, Any]
+    environment: dict[str, Any]
+    actions: list[str]
+    steps: int
+    episodes: int
+    seconds: float
+    seed: int
+    graphs: str
+    environments: int
+
+    def metadata(self, name: str, driver: Any) -> dict[str, Any]:
+        """A policy artifact's metadata for this run (`xlabench.policies.artifact.save` adds the rest)."""
+        from importlib.metadata import version
+
+        from xlabench.env.pass_ordering import observation_space
+        from xlabench.policies.artifact import observation_spec
+
+        catalogue = json.dumps(driver.catalogue.to_dict(), sort_keys=True).encode()
+        return {
+            "name": name,
+            "version": "(new)",
+            "algorithm": self.algorithm,
+            "jaxlib_version": driver.jaxlib_version,
+            "catalogue_sha256": hashlib.sha256(catalogue).hexdigest(),
+            "actions": self.actions,
+            "observation_spec": observation_spec(observation_space(len(self.actions))),
+            "environment": self.environment,
+            "hyperparameters": self.hyperparameters,
+            "seed": self.seed,
+            "training": {
+                "graphs": self.graphs,
+                "steps": self.steps,
+                "episodes": self.episodes,
+                "seconds": round(self.seconds, 1),
+                "environments": self.environments,
+            },
+            "packages": {
+                package: version(package)
+                for package in ("xlabench", "torch", "stable_baselines3", "sb3_contrib", "gymnasium")
+            },
+            "eval": {},
+        }
+
+
+def make_environment(graphs: str, algorithm: str, seed: int, rank: int) -> Callable[[], gymnasium.Env]:
+    """A factory for one training environment (called inside its own process when vectorised)."""
+
+    def build() -> gymnasium.Env:
+        from stable_baselines3.common.monitor import Monitor
+
+        from xlabench.agents.wrappers import CostShaping, MaskedActionPenalty
+        from xlabench.env import PassOrderingEnv
+        from xlabench.xla import PassDriver
+        from xlabench.xla.pool import CompilerPool
+
+        env: gymnasium.Env = PassOrderingEnv(
+            graphs=graphs, driver=PassDriver(pool=CompilerPool(size=1)), **ENVIRONMENT
+        )
+        if algorithm == "ppo-shaping":
+            env = CostShaping(env, GAMMA, HYPERPARAMETERS[algorithm]["shaping_coefficient"])
+        if algorithm not in MASKABLE:
+            env = MaskedActionPenalty(env)
+        env = Monitor(env)
+        env.reset(seed=seed + rank)
+        env.action_space.seed(seed + rank)
+        return env
+
+    return build
+
+
+def policy_class(algorithm: str) -> type:
+    """The network class `algorithm` trains (and a stored policy of it is rebuilt with)."""
+    from sb3_contrib.common.maskable.policies import MaskableMultiInputActorCriticPolicy
+    from stable_baselines3.common.policies import MultiInputActorCriticPolicy
+    from stable_baselines3.dqn.policies import MultiInputPolicy as MultiInputQPolicy
+
+    from xlabench.agents.networks import ValueFeaturesPolicy
+
+    if algorithm == "ppo-value":
+        return ValueFeaturesPolicy
+    if algorithm in MASKABLE:
+        return MaskableMultiInputActorCriticPolicy
+    return MultiInputQPolicy if algorithm == "dqn" else MultiInputActorCriticPolicy
+
+
+def policy_kwargs(net_arch: list[int], activation: str) -> dict[str, Any]:
+    """The network's shape: MLP sizes, activation, and the extractor that hides the cost analysis."""
+    import torch
+
+    from xlabench.agents.networks import ObservationExtractor
+
+    return {
+        "net_arch": list(net_arch),
+        "activation_fn": {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[activation],
+        "features_extractor_class": ObservationExtractor,
+    }
+
+
+def build_model(algorithm: str, env: Any, seed: int, logdir: str | None) -> Any:
+    """The stable-baselines3 / sb3-contrib model of `algorithm`, with this file's hyperparameters."""
+    from sb3_contrib import TRPO, MaskablePPO
+    from stable_baselines3 import A2C, DQN
+
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"{algorithm}: unknown algorithm")
+    settings = {k: v for k, v in HYPERPARAMETERS[algorithm].items() if k != "shaping_coefficient"}
+    common = {"gamma": GAMMA, "seed": seed, "tensorboard_log": logdir, "verbose": 0, "device": "cpu"}
+    model_class = {"a2c": A2C, "dqn": DQN, "trpo": TRPO}.get(algorithm, MaskablePPO)
+    return model_class(
+        policy_class(algorithm), env, policy_kwargs=policy_kwargs(NET_ARCH, ACTIVATION), **settings, **common
+    )
+
+
+def progress_callback(total_steps: int) -> Any:
+    """A tqdm bar: steps, episodes, mean return of the last 100 episodes, compiler calls/s, ETA."""
+    from stable_baselines3.common.callbacks import BaseCallback
+    from tqdm import tqdm
+
+    class Progress(BaseCallback):
+        def _on_training_start(self) -> None:
+            self.bar = tqdm(total=total_steps, desc="retrain", unit="step")
+            self.returns: deque[float] = deque(maxlen=100)
+            self.episodes = 0
+            self.started = time.perf_counter()
+
+        def _on_step(self) -> bool:
+            for info in self.locals.get("infos", []):
+                if "episode" in info:
+                    self.episodes += 1
+                    self.returns.append(float(info["episode"]["r"]))
+            self.bar.update(self.training_env.num_envs)
+            if self.n_calls % 10 == 0:
+                elapsed = max(time.perf_counter() - self.started, 1e-9)
+                mean = f"{np.mean(self.returns):.4f}" if self.returns else "-"
+                calls = self.training_env.env_method("compiler_calls")
+                rate = sum(count["xla"] + count["cached"] for count in calls) / elapsed
+                self.bar.set_postfix_str(f"episodes {self.episodes}, return {mean}, calls/s {rate:.1f}")
+            return True
+
+        def _on_training_end(self) -> None:
+            self.bar.close()
+
+    return Progress()
+
+
+def train(
+    algorithm: str = "ppo",
+    graphs: str = "train",
+    steps: int = 10_000,
+    seed: int = 0,
+    environments: int = 2,
+    logdir: str | None = None,
+    progress: bool = True,
+) -> TrainingRun:
+    """Train `algorithm` on the graphs of a SPEC for `steps` environment steps."""
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    from xlabench.xla import default_driver
+
+    factories = [make_environment(graphs, algorithm, seed, rank) for rank in range(environments)]
+    vector = SubprocVecEnv(factories) if environments > 1 else DummyVecEnv(factories)
+    started = time.perf_counter()
+    try:
+        model = build_model(algorithm, vector, seed, logdir)
+        callback = progress_callback(steps) if progress else None
+        model.learn(total_timesteps=steps, callback=callback, tb_log_name=algorithm)
+        episodes = int(sum(len(buffer) for buffer in vector.get_attr("episode_returns")))
+    finally:
+        vector.close()
+    return TrainingRun(
+        model=model,
+        algorithm=algorithm,
+        hyperparameters={
+            "gamma": GAMMA,
+            "net_arch": NET_ARCH,
+            "activation": ACTIVATION,
+            **HYPERPARAMETERS[algorithm],
+        },
+        environment=dict(ENVIRONMENT),
+        actions=default_driver().catalogue.action_passes(ENVIRONMENT["action_set"]),
+        steps=int(model.num_timesteps),
+        episodes=episodes,
+        seconds=time.perf_counter() - started,
+        seed=seed,
+        graphs=graphs,
+        environments=environments,
+    )

@@ -1,0 +1,1 @@
+"""Trained policies as versioned, verified artifacts, and their greedy rollouts."""

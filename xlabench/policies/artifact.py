@@ -1,0 +1,246 @@
+"""Versioned policy artifacts: `policies/<name>/vMAJOR.MINOR/` with weights, metadata and a changelog.
+
+A version holds `weights.safetensors` (tensors only: loading never runs pickled code) and
+`metadata.json`: the jaxlib version and catalogue hash it was trained against, the action list and
+observation spec, algorithm, hyperparameters, seed, training steps and wall time, evaluation
+metrics, and the sha256 of the weights. MAJOR changes when the action list or the observation spec
+does (a compiler change), MINOR when only the weights do. A version is written into a temporary
+directory and renamed into place, so an interrupted run never leaves a half-written one.
+
+Loading checks, in order, and refuses with one line naming the file and the mismatch: metadata
+readable, weights checksum, jaxlib version, action list, observation spec, tensor names and shapes.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from xlabench.errors import UserInputError
+from xlabench.files import write_atomically
+
+FORMAT = 1
+WEIGHTS_FILE = "weights.safetensors"
+METADATA_FILE = "metadata.json"
+CHANGELOG_FILE = "CHANGELOG.md"
+VERSION_PATTERN = re.compile(r"^v(\d+)\.(\d+)$")
+
+
+class PolicyError(UserInputError):
+    """A policy that cannot be found, read or trusted; the message names the file."""
+
+
+def policies_directory() -> Path:
+    """Where policies live: $XLABENCH_POLICIES_DIR, else `policies/` beside the package."""
+    configured = os.environ.get("XLABENCH_POLICIES_DIR")
+    return Path(configured) if configured else Path(__file__).resolve().parents[2] / "policies"
+
+
+def versions(name: str, root: Path | None = None) -> list[tuple[int, int]]:
+    """The versions of policy `name`, oldest first."""
+    directory = (root or policies_directory()) / name
+    found = []
+    if directory.is_dir():
+        for entry in directory.iterdir():
+            match = VERSION_PATTERN.match(entry.name)
+            if match and entry.is_dir():
+                found.append((int(match.group(1)), int(match.group(2))))
+    return sorted(found)
+
+
+def policy_names(root: Path | None = None) -> list[str]:
+    """Every policy with at least one version."""
+    base = root or policies_directory()
+    if not base.is_dir():
+        return []
+    return sorted(entry.name for entry in base.iterdir() if entry.is_dir() and versions(entry.name, base))
+
+
+def resolve(reference: str, root: Path | None = None) -> Path:
+    """The version directory `reference` names: NAME (latest), NAME@vX.Y, or a path to a version."""
+    path = Path(reference).expanduser()
+    if (path / METADATA_FILE).exists() or (path.is_dir() and VERSION_PATTERN.match(path.name)):
+        return path
+    name, _, pinned = reference.partition("@")
+    base = root or policies_directory()
+    known = versions(name, base)
+    if not known:
+        shipped = ", ".join(policy_names(base)) or "none"
+        raise PolicyError(f"{reference}: no such policy in {base} (policies there: {shipped})")
+    if not pinned:
+        major, minor = known[-1]
+        return base / name / f"v{major}.{minor}"
+    match = VERSION_PATTERN.match(pinned)
+    if match is None or (int(match.group(1)), int(match.group(2))) not in known:
+        listed = ", ".join(f"v{a}.{b}" for a, b in known)
+        raise PolicyError(f"{reference}: no version {pinned} of {name} (versions: {listed})")
+    return base / name / pinned
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def observation_spec(observation_space: Any) -> dict[str, list[int]]:
+    """The observation `Dict`'s keys and shapes, as stored in metadata."""
+    return {key: list(space.shape) for key, space in sorted(observation_space.spaces.items())}
+
+
+@dataclass
+class Artifact:
+    """A verified policy version: where it is, its metadata and its tensors."""
+
+    path: Path
+    metadata: dict[str, Any]
+    tensors: dict[str, Any]
+
+    @property
+    def label(self) -> str:
+        """name@vX.Y."""
+        return f"{self.metadata['name']}@{self.metadata['version']}"
+
+
+def next_version(name: str, actions: list[str], spec: dict[str, list[int]], root: Path) -> str:
+    """vMAJOR.MINOR for a new version: MINOR + 1 if the spaces match the latest, else MAJOR + 1."""
+    known = versions(name, root)
+    if not known:
+        return "v1.0"
+    major, minor = known[-1]
+    latest = read_metadata(root / name / f"v{major}.{minor}")
+    if latest.get("actions") == actions and latest.get("observation_spec") == spec:
+        return f"v{major}.{minor + 1}"
+    return f"v{major + 1}.0"
+
+
+def check_name(name: str) -> None:
+    """Refuse a policy name that is not a plain directory name."""
+    if not re.fullmatch(r"[A-Za-z0-9][\w\-]*", name):
+        raise PolicyError(f"{name}: a policy name is letters, digits, '-' and '_'")
+
+
+def save(
+    name: str,
+    tensors: dict[str, Any],
+    metadata: dict[str, Any],
+    change: str,
+    root: Path | None = None,
+) -> Path:
+    """Write a new version of policy `name`; return its directory. `change` goes into the changelog."""
+    from safetensors.torch import save_file
+
+    check_name(name)
+    base = root or policies_directory()
+    (base / name).mkdir(parents=True, exist_ok=True)
+    version = next_version(name, metadata["actions"], metadata["observation_spec"], base)
+    staging = Path(tempfile.mkdtemp(prefix=f".{version}-", dir=base / name))
+    try:
+        weights = staging / WEIGHTS_FILE
+        save_file({key: value.detach().contiguous() for key, value in tensors.items()}, str(weights))
+        complete = {
+            **metadata,
+            "format": FORMAT,
+            "name": name,
+            "version": version,
+            "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "weights_sha256": file_sha256(weights),
+        }
+        write_atomically(str(staging / METADATA_FILE), (json.dumps(complete, indent=1) + "\n").encode())
+        for file in (weights, staging / METADATA_FILE):
+            file.chmod(0o644)
+        staging.chmod(0o755)  # mkdtemp's 0700 would hide a shipped policy from other users
+        final = base / name / version
+        os.rename(staging, final)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    changelog = base / name / CHANGELOG_FILE
+    previous = changelog.read_text() if changelog.exists() else f"# {name}\n"
+    entry = f"\n## {version} ({complete['created'][:10]})\n\n{change.strip()}\n"
+    write_atomically(str(changelog), (previous.rstrip("\n") + "\n" + entry).encode())
+    return final
+
+
+def read_metadata(path: Path) -> dict[str, Any]:
+    """A version's metadata.json, or PolicyError naming the file."""
+    file = path / METADATA_FILE
+    try:
+        data = json.loads(file.read_text())
+    except FileNotFoundError:
+        raise PolicyError(f"{file}: missing (not a policy version directory)") from None
+    except (OSError, ValueError) as error:
+        raise PolicyError(f"{file}: unreadable: {error}") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise PolicyError(f"{file}: not a policy metadata file of format {FORMAT}")
+    return data
+
+
+def load(
+    reference: str,
+    jaxlib_version: str,
+    actions: list[str],
+    spec: dict[str, list[int]],
+    root: Path | None = None,
+) -> Artifact:
+    """Load and verify a policy version against the installed compiler's actions and observations."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    path = resolve(reference, root)
+    metadata = read_metadata(path)
+    weights = path / WEIGHTS_FILE
+    if not weights.exists():
+        raise PolicyError(f"{weights}: missing")
+    digest = file_sha256(weights)
+    if digest != metadata.get("weights_sha256"):
+        raise PolicyError(
+            f"{weights}: checksum mismatch (sha256 {digest[:12]}..., metadata.json says "
+            f"{str(metadata.get('weights_sha256'))[:12]}...): the file is corrupt or was modified"
+        )
+    label = f"{metadata.get('name')}@{metadata.get('version')} ({path})"
+    if metadata.get("jaxlib_version") != jaxlib_version:
+        raise PolicyError(
+            f"{label}: trained against jaxlib {metadata.get('jaxlib_version')}, installed is "
+            f"{jaxlib_version}; retrain it (`xlabench retrain --name {metadata.get('name')}`)"
+        )
+    if metadata.get("actions") != actions:
+        theirs = metadata.get("actions") or []
+        differing = sorted(set(theirs) ^ set(actions)) or ["(same passes, another order)"]
+        raise PolicyError(
+            f"{label}: its {len(theirs)} actions are not the installed action set's {len(actions)} "
+            f"(differ: {', '.join(differing[:5])}); retrain it"
+        )
+    if metadata.get("observation_spec") != spec:
+        raise PolicyError(f"{label}: observation spec {metadata.get('observation_spec')} is not {spec}")
+    try:
+        tensors = load_file(str(weights))
+    except (SafetensorError, OSError, ValueError) as error:
+        raise PolicyError(f"{weights}: unreadable: {error}") from None
+    return Artifact(path, metadata, tensors)
+
+
+def summary_line(metadata: dict[str, Any]) -> str:
+    """One line about a version: algorithm, training, and its eval geomeans."""
+    training = metadata.get("training", {})
+    scores = ", ".join(
+        f"{split} {values['geomean_vs_default']:.4f}"
+        for split, values in metadata.get("eval", {}).items()
+        if values.get("geomean_vs_default") is not None
+    )
+    return (
+        f"{metadata['name']}@{metadata['version']}: {metadata.get('algorithm')} on "
+        f"{training.get('graphs')}, {training.get('steps')} steps, "
+        f"{training.get('seconds', 0) / 60:.0f} min; vs_default {scores or '-'}"
+    )

@@ -1,0 +1,137 @@
+"""A stored policy, loaded and verified, choosing passes: `load_policy`, `Policy.act`, `rollout`.
+
+A rollout is one greedy episode in the pass-ordering environment: at each step the policy's most
+likely action among those the environment's mask allows, until it stops or reaches the step cap.
+The module is counted once, at the end (`count_every_step=False`): a step costs one pass
+application and the observation's features; no search, no lookahead.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from xlabench.graphs import Graph
+from xlabench.policies.artifact import Artifact, PolicyError, load, observation_spec
+from xlabench.search import SearchResult
+from xlabench.xla import PassDriver
+
+
+class Policy:
+    """A verified policy version and its network (rebuilt from metadata; weights from safetensors)."""
+
+    def __init__(self, artifact: Artifact) -> None:
+        import torch
+        from gymnasium import spaces
+
+        from xlabench.agents.train import policy_class, policy_kwargs
+        from xlabench.env.pass_ordering import observation_space
+
+        self.artifact = artifact
+        metadata = artifact.metadata
+        self.actions: list[str] = list(metadata["actions"])
+        self.max_steps = int(metadata["environment"]["max_steps"])
+        self.algorithm = str(metadata["algorithm"])
+        hyperparameters = metadata["hyperparameters"]
+        self.network = policy_class(self.algorithm)(
+            observation_space(len(self.actions)),
+            spaces.Discrete(len(self.actions) + 1),
+            lambda _: 0.0,
+            **policy_kwargs(hyperparameters["net_arch"], hyperparameters["activation"]),
+        )
+        try:
+            self.network.load_state_dict(artifact.tensors, strict=True)
+        except RuntimeError as error:
+            first = str(error).strip().splitlines()[0]
+            raise PolicyError(
+                f"{artifact.path}: weights do not fit a {self.algorithm} network: {first}"
+            ) from None
+        self.network.set_training_mode(False)
+        self._torch = torch
+
+    @property
+    def label(self) -> str:
+        """name@vX.Y."""
+        return self.artifact.label
+
+    def act(self, observation: dict[str, np.ndarray], mask: np.ndarray) -> int:
+        """The most likely allowed action (deterministic)."""
+        tensor, _ = self.network.obs_to_tensor(observation)
+        with self._torch.no_grad():
+            if self.algorithm == "dqn":
+                scores = self.network.q_net(tensor)
+            else:
+                scores = self.network.get_distribution(tensor).distribution.logits
+        values = scores[0].numpy().astype(np.float64)
+        values[~np.asarray(mask, dtype=bool)] = -np.inf
+        return int(np.argmax(values))
+
+
+def load_policy(reference: str, driver: PassDriver, root: Path | None = None) -> Policy:
+    """Load NAME, NAME@vX.Y or a version directory, verified against the installed compiler."""
+    from xlabench.env.pass_ordering import observation_space
+    from xlabench.policies.artifact import read_metadata, resolve
+
+    metadata = read_metadata(resolve(reference, root))
+    action_set = metadata.get("environment", {}).get("action_set", "all")
+    actions = driver.catalogue.action_passes(action_set)
+    spec = observation_spec(observation_space(len(actions)))
+    artifact = load(reference, driver.jaxlib_version, actions, spec, root)
+    return Policy(artifact)
+
+
+def rollout(policy: Policy, driver: PassDriver, graph: Graph) -> SearchResult:
+    """One greedy episode of `policy` on `graph`; calls = 2 per step (pass, features) + 1 count."""
+    from xlabench.env import PassOrderingEnv
+
+    env = PassOrderingEnv(
+        graphs=[graph],
+        actions=policy.actions,
+        max_steps=policy.max_steps,
+        driver=driver,
+        count_every_step=False,
+    )
+    observation, info = env.reset(seed=0, options={"graph": graph.name})
+    started = time.perf_counter()
+    steps, done = 0, False
+    while not done:
+        action = policy.act(observation, env.action_masks())
+        observation, _, terminated, truncated, info = env.step(action)
+        steps += action != env.stop_action
+        done = terminated or truncated
+    return SearchResult(
+        strategy=policy.label,
+        sequence=env.sequence,
+        op_count=int(info["op_count"]),
+        calls=2 * steps + 1,
+        seconds=time.perf_counter() - started,
+        applied=env.sequence,
+        module=env.module,
+    )
+
+
+def describe(metadata: dict[str, Any]) -> str:
+    """Several lines about a version, for `xlabench policies show`."""
+    training, environment = metadata.get("training", {}), metadata.get("environment", {})
+    catalogue = str(metadata.get("catalogue_sha256"))[:12]
+    lines = [
+        f"{metadata['name']}@{metadata['version']}  created {metadata.get('created')}",
+        f"  algorithm   {metadata.get('algorithm')}  seed {metadata.get('seed')}",
+        f"  trained on  {training.get('graphs')}: {training.get('steps')} steps, "
+        f"{training.get('episodes')} episodes, {training.get('seconds', 0) / 60:.1f} min",
+        f"  compiler    jaxlib {metadata.get('jaxlib_version')}, catalogue {catalogue}",
+        f"  actions     {len(metadata.get('actions', []))} ({environment.get('action_set')}), "
+        f"max {environment.get('max_steps')} steps",
+        f"  weights     sha256 {str(metadata.get('weights_sha256'))[:16]}...",
+    ]
+    for split, summary in metadata.get("eval", {}).items():
+        worst = summary.get("worst") or {}
+        lines.append(
+            f"  eval {split:7} geomean vs_default {summary.get('geomean_vs_default') or float('nan'):.4f}, "
+            f"worst {worst.get('name')} {worst.get('vs_default') or float('nan'):.4f}, "
+            f"{summary.get('calls')} compiler calls"
+        )
+    return "\n".join(lines)
