@@ -22,6 +22,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--logdir", default=None, help="TensorBoard log directory")
     parser.add_argument("--workers", type=int, default=2, help="environment processes (one compiler each)")
     parser.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="run environments and evaluation on this Ray cluster (auto, HOST:PORT)",
+    )
+    parser.add_argument(
         "--eval-graphs", default="test,unseen", help="comma-separated SPECs to evaluate on ('' for none)"
     )
     parser.set_defaults(handler=run_retrain)
@@ -44,7 +49,7 @@ def run_retrain(args: argparse.Namespace) -> int:
     eval_specs = [spec for spec in args.eval_graphs.split(",") if spec]
     eval_graphs = {spec: resolve_graphs(spec) for spec in eval_specs}  # bad SPECs fail before training
     resolve_graphs(args.graphs)
-    run = train(args.algo, args.graphs, args.steps, args.seed, args.workers, args.logdir)
+    run = train(args.algo, args.graphs, args.steps, args.seed, args.workers, args.logdir, True, args.ray)
     pool = CompilerPool(size=max(1, args.workers))
     driver = PassDriver(pool=pool)
     try:
@@ -53,7 +58,7 @@ def run_retrain(args: argparse.Namespace) -> int:
         policy = Policy(Artifact(Path("(in memory)"), metadata, tensors))
         for spec, graphs in eval_graphs.items():
             rows = evaluate_graphs(
-                driver, graphs, "policy", {"policy": policy}, False, 0, args.workers, f"eval {spec}"
+                driver, graphs, "policy", {"policy": policy}, False, 0, args.workers, f"eval {spec}", args.ray
             )
             per_graph = [{key: row.get(key) for key in RESULT_FIELDS} for row in rows]
             metadata["eval"][spec] = {**summarize(rows), "per_graph": per_graph}

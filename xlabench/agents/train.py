@@ -28,8 +28,14 @@ import numpy as np
 
 ALGORITHMS = ("ppo", "ppo-shaping", "ppo-value", "a2c", "dqn", "trpo")
 
-# The environment every algorithm trains in (see xlabench.env.PassOrderingEnv).
-ENVIRONMENT: dict[str, Any] = {"action_set": "all", "max_steps": 30, "error_penalty": 0.01}
+# The environment every algorithm trains in (see xlabench.env.PassOrderingEnv). Counting only at
+# the episode's end makes a step ~16x cheaper (`xlabench bench env`); the return is the same.
+ENVIRONMENT: dict[str, Any] = {
+    "action_set": "all",
+    "max_steps": 30,
+    "error_penalty": 0.01,
+    "count_every_step": False,
+}
 
 GAMMA = 0.99
 NET_ARCH = [128, 128]
@@ -225,14 +231,24 @@ def train(
     environments: int = 2,
     logdir: str | None = None,
     progress: bool = True,
+    ray_address: str | None = None,
 ) -> TrainingRun:
-    """Train `algorithm` on the graphs of a SPEC for `steps` environment steps."""
+    """Train `algorithm` on the graphs of a SPEC for `steps` environment steps.
+
+    The environments run in local processes, or as Ray actors on the cluster at `ray_address`.
+    """
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
     from xlabench.xla import default_driver
 
     factories = [make_environment(graphs, algorithm, seed, rank) for rank in range(environments)]
-    vector = SubprocVecEnv(factories) if environments > 1 else DummyVecEnv(factories)
+    if ray_address is not None:
+        from xlabench.agents.ray_vec_env import RayVecEnv
+        from xlabench.cluster import connect
+
+        vector: Any = RayVecEnv(factories, connect(ray_address))
+    else:
+        vector = SubprocVecEnv(factories) if environments > 1 else DummyVecEnv(factories)
     started = time.perf_counter()
     try:
         model = build_model(algorithm, vector, seed, logdir)

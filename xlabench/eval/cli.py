@@ -40,6 +40,9 @@ def register(subparsers: Any) -> None:
         "--workers", type=int, default=2, help="compiler worker processes (graphs in parallel)"
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--ray", metavar="ADDRESS", help="run graphs as tasks on this Ray cluster (auto, HOST:PORT)"
+    )
     parser.set_defaults(handler=run_eval)
 
 
@@ -68,7 +71,7 @@ def run_eval(args: argparse.Namespace) -> int:
             label = options["policy"].label
         runtime = not args.no_runtime
         rows = evaluate_graphs(
-            driver, graphs, strategy, options, runtime, args.repeats, args.workers, f"eval {label}"
+            driver, graphs, strategy, options, runtime, args.repeats, args.workers, f"eval {label}", args.ray
         )
     finally:
         pool.close()

@@ -112,16 +112,23 @@ def evaluate_graphs(
     repeats: int = 20,
     workers: int = 2,
     label: str = "eval",
+    ray_address: str | None = None,
 ) -> list[dict[str, Any]]:
     """`evaluate_graph` over many graphs, `workers` at a time (largest first), with a progress bar.
 
-    Ctrl-C cancels the searches in flight at their next compiler call and re-raises.
+    With `ray_address`, each graph is a Ray task on that cluster instead (one CPU, a compiler pool
+    and driver of its own). Ctrl-C cancels the searches in flight and re-raises.
     """
     from tqdm import tqdm
 
     rows: list[dict[str, Any]] = []
     lock = threading.Lock()
     progress = tqdm(total=len(graphs), desc=label, unit="graph", file=sys.stderr)
+    if ray_address is not None:
+        try:
+            return _evaluate_on_ray(ray_address, graphs, strategy, options, runtime, repeats, progress)
+        finally:
+            progress.close()
     cancel = threading.Event()
 
     def run(graph: Graph) -> None:
@@ -146,6 +153,68 @@ def evaluate_graphs(
         executor.shutdown()
         progress.close()
     return sorted(rows, key=lambda row: row["name"])
+
+
+def _evaluate_on_ray(
+    address: str,
+    graphs: list[Graph],
+    strategy: str,
+    options: dict[str, Any],
+    runtime: bool,
+    repeats: int,
+    progress: Any,
+) -> list[dict[str, Any]]:
+    """One Ray task per graph; a policy travels as its metadata and tensors, not as an object."""
+    from xlabench.cluster import connect
+
+    ray = connect(address)
+    shipped = dict(options)
+    if "policy" in shipped:
+        artifact = shipped.pop("policy").artifact
+        shipped["artifact"] = (str(artifact.path), artifact.metadata, artifact.tensors)
+    task = ray.remote(num_cpus=1)(_evaluate_graph_task)
+    pending = [task.remote(graph, graph.hlo_text(), strategy, shipped, runtime, repeats) for graph in graphs]
+    rows: list[dict[str, Any]] = []
+    try:
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            row = ray.get(done[0])
+            rows.append(row)
+            progress.update(1)
+            progress.set_postfix_str(
+                f"{row['name']}: " + (f"{row['vs_default']:.4f}" if "vs_default" in row else "failed")
+            )
+    except BaseException:
+        for future in pending:
+            ray.cancel(future, force=True)
+        raise
+    return sorted(rows, key=lambda row: row["name"])
+
+
+def _evaluate_graph_task(
+    graph: Graph, text: str, strategy: str, options: dict[str, Any], runtime: bool, repeats: int
+) -> dict[str, Any]:
+    """`evaluate_graph` on a Ray worker, from the graph's text, with a compiler pool of its own."""
+    import dataclasses
+    import tempfile
+    from pathlib import Path
+
+    from xlabench.policies.artifact import Artifact
+    from xlabench.policies.policy import Policy
+    from xlabench.xla.pool import CompilerPool
+
+    options = dict(options)
+    if "artifact" in options:
+        path, metadata, tensors = options.pop("artifact")
+        options["policy"] = Policy(Artifact(Path(path), metadata, tensors))
+    pool = CompilerPool(size=1)
+    try:
+        with tempfile.TemporaryDirectory() as directory:
+            local = dataclasses.replace(graph, path=Path(directory) / f"{graph.name}.hlo")
+            local.path.write_text(text)
+            return evaluate_graph(PassDriver(pool=pool), local, strategy, options, runtime, repeats)
+    finally:
+        pool.close()
 
 
 def geomean(values: list[float]) -> float | None:
