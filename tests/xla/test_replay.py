@@ -59,6 +59,17 @@ def test_replay_reaches_xlas_module_and_counts_as_it(fresh_driver, bf16_branches
     assert "convolution-group-converter" in replay.passes
     assert any(key.startswith("convolution-group-converter@") for key in replay.passes)
     assert fresh_driver.fair_op_count(replay.module, replay.passes) == fresh_driver.features(default).op_count
+    # XLA's order without its no-ops reaches the very same module.
+    assert 0 < len(replay.effective) < len(replay.passes) and set(replay.effective) <= set(replay.passes)
+    module = bf16_branches_module
+    for key in replay.effective:
+        name, _, where = key.partition("@")
+        path, _, occurrence = where.partition("#")
+        if where:
+            module = fresh_driver.apply_pass(module, name, tuple(path.split("/")), int(occurrence))
+        else:
+            module = fresh_driver.apply_pass(module, name)
+    assert module.fingerprint == replay.module.fingerprint
 
 
 def test_bench_replay_json_reports_every_graph_within_tolerance(capsys, tmp_path):

@@ -27,6 +27,12 @@ def register(subparsers: Any) -> None:
         help="run environments and evaluation on this Ray cluster (auto, HOST:PORT)",
     )
     parser.add_argument(
+        "--warm-start",
+        choices=("replay", "none"),
+        default="replay",
+        help="first imitate XLA's own order on the training graphs (default) or start from scratch",
+    )
+    parser.add_argument(
         "--eval-graphs", default="test,unseen", help="comma-separated SPECs to evaluate on ('' for none)"
     )
     parser.set_defaults(handler=run_retrain)
@@ -49,7 +55,10 @@ def run_retrain(args: argparse.Namespace) -> int:
     eval_specs = [spec for spec in args.eval_graphs.split(",") if spec]
     eval_graphs = {spec: resolve_graphs(spec) for spec in eval_specs}  # bad SPECs fail before training
     resolve_graphs(args.graphs)
-    run = train(args.algo, args.graphs, args.steps, args.seed, args.workers, args.logdir, True, args.ray)
+    warm_start = args.warm_start == "replay" and args.algo != "dqn"
+    run = train(
+        args.algo, args.graphs, args.steps, args.seed, args.workers, args.logdir, True, args.ray, warm_start
+    )
     pool = CompilerPool(size=max(1, args.workers))
     driver = PassDriver(pool=pool)
     try:

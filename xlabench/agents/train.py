@@ -71,6 +71,10 @@ HYPERPARAMETERS["ppo-value"] = dict(HYPERPARAMETERS["ppo"])
 
 MASKABLE = ("ppo", "ppo-shaping", "ppo-value")
 
+# Warm start (actor-critic algorithms): behaviour cloning of XLA's own effective order on the
+# training graphs before any reinforcement learning (`xlabench.agents.imitation`).
+WARM_START: dict[str, Any] = {"epochs": 40, "learning_rate": 1e-3, "batch_size": 64}
+
 
 @dataclass
 class TrainingRun:
@@ -87,6 +91,7 @@ class TrainingRun:
     seed: int
     graphs: str
     environments: int
+    warm_start: dict[str, Any] | None = None  # behaviour cloning's figures, when it ran
 
     def metadata(self, name: str, driver: Any) -> dict[str, Any]:
         """A policy artifact's metadata for this run (`xlabench.policies.artifact.save` adds the rest)."""
@@ -107,6 +112,7 @@ class TrainingRun:
             "environment": self.environment,
             "hyperparameters": self.hyperparameters,
             "seed": self.seed,
+            "warm_start": self.warm_start,
             "training": {
                 "graphs": self.graphs,
                 "steps": self.steps,
@@ -232,11 +238,15 @@ def train(
     logdir: str | None = None,
     progress: bool = True,
     ray_address: str | None = None,
+    warm_start: bool = False,
 ) -> TrainingRun:
     """Train `algorithm` on the graphs of a SPEC for `steps` environment steps.
 
     The environments run in local processes, or as Ray actors on the cluster at `ray_address`.
+    With `warm_start`, the policy first imitates XLA's own order on the same graphs.
     """
+    if warm_start and algorithm == "dqn":
+        raise ValueError("a warm start needs an actor-critic algorithm, not dqn")
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
     from xlabench.xla import default_driver
@@ -252,6 +262,7 @@ def train(
     started = time.perf_counter()
     try:
         model = build_model(algorithm, vector, seed, logdir)
+        cloned = _warm_start(model, graphs, seed, environments) if warm_start else None
         callback = progress_callback(steps) if progress else None
         model.learn(total_timesteps=steps, callback=callback, tb_log_name=algorithm)
         episodes = int(sum(len(buffer) for buffer in vector.get_attr("episode_returns")))
@@ -274,4 +285,21 @@ def train(
         seed=seed,
         graphs=graphs,
         environments=environments,
+        warm_start=cloned,
     )
+
+
+def _warm_start(model: Any, graphs: str, seed: int, workers: int) -> dict[str, Any]:
+    """Behaviour cloning of XLA's effective order (`xlabench.agents.imitation`) into `model.policy`."""
+    from xlabench.agents.imitation import behaviour_cloning, demonstrations
+    from xlabench.xla import PassDriver
+    from xlabench.xla.pool import CompilerPool
+
+    started = time.perf_counter()
+    pool = CompilerPool(size=max(1, workers))
+    try:
+        data = demonstrations(graphs, ENVIRONMENT, PassDriver(pool=pool), workers)
+    finally:
+        pool.close()
+    figures = behaviour_cloning(model.policy, data, seed=seed, **WARM_START)
+    return {**WARM_START, **figures, "seconds": round(time.perf_counter() - started, 1)}

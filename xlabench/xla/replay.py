@@ -84,6 +84,8 @@ class Replay:
     module: HloModule
     applications: int = 0
     passes: list[str] = field(default_factory=list)  # instance keys, in the order applied
+    # The applications that changed the module (instance keys, in order): XLA's order, minus no-ops.
+    effective: list[str] = field(default_factory=list)
     errors: list[CompilerError] = field(default_factory=list)
     fixed_point_rounds: dict[str, list[int]] = field(default_factory=dict)
 
@@ -100,9 +102,10 @@ def replay_default_pipeline(driver: PassDriver, module: HloModule) -> Replay:
             replay.applications += 1
             replay.passes.append(stage.instance_key(driver.catalogue))
             try:
-                replay.module = driver.apply_pass(
-                    replay.module, stage.name, stage.pipeline_path, stage.occurrence
-                )
+                before = replay.module
+                replay.module = driver.apply_pass(before, stage.name, stage.pipeline_path, stage.occurrence)
+                if replay.module.fingerprint != before.fingerprint:
+                    replay.effective.append(replay.passes[-1])
             except CompilerError as error:
                 replay.errors.append(error)
             return
