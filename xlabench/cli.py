@@ -14,6 +14,7 @@ def build_parser() -> argparse.ArgumentParser:
     from xlabench.agents import cli as agents_cli
     from xlabench.env import bench as env_bench
     from xlabench.eval import cli as eval_cli
+    from xlabench.eval import compare as eval_compare
     from xlabench.graphs import cli as graphs_cli
     from xlabench.policies import cli as policies_cli
     from xlabench.xla import bench as xla_bench
@@ -24,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     xla_cli.register(subparsers)
     graphs_cli.register(subparsers)
     eval_cli.register(subparsers)
+    eval_compare.register(subparsers)
     agents_cli.register(subparsers)
     policies_cli.register(subparsers)
     bench = subparsers.add_parser("bench", help="benchmarks that print figures (speed, robustness)")

@@ -101,7 +101,12 @@ def behaviour_cloning(
     with torch.no_grad():
         logits = _logits(policy, observations).masked_fill(~masks, -1e8)
         accuracy = float((logits.argmax(dim=1) == actions).float().mean())
-    return {"demonstrations": len(data), "graphs": data.graphs, "loss": float(loss.detach()), "accuracy": accuracy}
+    return {
+        "demonstrations": len(data),
+        "graphs": data.graphs,
+        "loss": float(loss.detach()),
+        "accuracy": accuracy,
+    }
 
 
 def _logits(policy: Any, observations: dict[str, Any]) -> Any:

@@ -1,0 +1,120 @@
+"""`xlabench compare`: several `xlabench eval --json` results side by side, per split and family.
+
+Each result file is one strategy (a policy, a search, replay) on one graph SPEC. The comparison is a
+Markdown table per SPEC -- strategy, geomean vs_default per family and overall, worst graph,
+compiler calls per graph -- and a PNG of the overall geomeans, written atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+from collections import defaultdict
+from typing import Any
+
+from xlabench.errors import UserInputError
+from xlabench.eval.evaluate import summarize
+from xlabench.files import write_atomically
+
+
+def register(subparsers: Any) -> None:
+    """Add the `compare` subcommand."""
+    parser = subparsers.add_parser(
+        "compare", help="compare `xlabench eval --json` results per split and family"
+    )
+    parser.add_argument("results", nargs="+", help="JSON files written by `xlabench eval --json`")
+    parser.add_argument(
+        "--report", metavar="DIR", required=True, help="write comparison.md and comparison.png"
+    )
+    parser.add_argument("--title", default="Pass-ordering strategies against XLA's default pipeline")
+    parser.set_defaults(handler=run_compare)
+
+
+def load_result(path: str) -> dict[str, Any]:
+    """One `xlabench eval --json` document, or one clear error naming the file."""
+    try:
+        with open(path) as handle:
+            document = json.load(handle)
+        document["graphs"], document["policy"], document["graphs_spec"]  # noqa: B018 (shape check)
+    except FileNotFoundError:
+        raise UserInputError(f"{path}: no such file") from None
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise UserInputError(f"{path}: not an `xlabench eval --json` result ({error})") from None
+    return document
+
+
+def markdown(title: str, documents: list[dict[str, Any]]) -> str:
+    """A table per graph SPEC: one row per strategy."""
+    by_spec: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for document in documents:
+        by_spec[document["graphs_spec"]].append(document)
+    lines = [f"# {title}", ""]
+    for spec, group in by_spec.items():
+        summaries = [summarize(document["graphs"]) for document in group]
+        families = sorted({family for summary in summaries for family in summary["families"]})
+        lines += [f"## {spec}", "", "| strategy | " + " | ".join(families) + " | **all** | worst graph | "
+                  "calls / graph | failed |", "|---" * (len(families) + 5) + "|"]  # fmt: skip
+        for document, summary in zip(group, summaries, strict=True):
+            cells = [
+                _figure(summary["families"].get(family, {}).get("geomean_vs_default")) for family in families
+            ]
+            worst = summary["worst"]
+            worst_text = f"{worst['name']} ({worst['vs_default']:.4f})" if worst else "-"
+            measured = summary["graphs"] - summary["failed"]
+            per_graph = f"{summary['calls'] / measured:.0f}" if measured else "-"
+            lines.append(
+                f"| {document['policy']} | "
+                + " | ".join(cells)
+                + f" | **{_figure(summary['geomean_vs_default'])}**"
+                f" | {worst_text} | {per_graph} | {summary['failed']} |"
+            )
+        lines.append("")
+    lines.append("Geomean of vs_default = D / R per family (above 1: fewer ops than XLA's default pipeline).")
+    return "\n".join(lines) + "\n"
+
+
+def plot(title: str, documents: list[dict[str, Any]]) -> bytes:
+    """PNG: overall geomean vs_default per strategy, one group of bars per graph SPEC."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    specs = list(dict.fromkeys(document["graphs_spec"] for document in documents))
+    strategies = list(dict.fromkeys(document["policy"] for document in documents))
+    values = {
+        (document["graphs_spec"], document["policy"]): summarize(document["graphs"])["geomean_vs_default"]
+        for document in documents
+    }
+    figure, axes = plt.subplots(figsize=(max(6.0, 1.2 * len(strategies) * len(specs)), 4.0))
+    width = 0.8 / max(1, len(strategies))
+    for index, strategy in enumerate(strategies):
+        heights = [(values.get((spec, strategy)) or 1.0) - 1.0 for spec in specs]
+        axes.bar([s + index * width for s in range(len(specs))], heights, width, bottom=1.0, label=strategy)
+    axes.axhline(1.0, color="black", linewidth=0.8)
+    axes.set_xticks([s + 0.4 - width / 2 for s in range(len(specs))], specs)
+    axes.set_ylabel("geomean vs_default (D / R)")
+    axes.set_title(title, fontsize="medium")
+    axes.legend(fontsize="small")
+    buffer = io.BytesIO()
+    figure.tight_layout()
+    figure.savefig(buffer, format="png", dpi=120)
+    plt.close(figure)
+    return buffer.getvalue()
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    """Load every result, write comparison.md and comparison.png, print the table."""
+    documents = [load_result(path) for path in args.results]
+    os.makedirs(args.report, exist_ok=True)
+    table = markdown(args.title, documents)
+    write_atomically(os.path.join(args.report, "comparison.md"), table.encode())
+    write_atomically(os.path.join(args.report, "comparison.png"), plot(args.title, documents))
+    print(table, end="")
+    return 0
+
+
+def _figure(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
