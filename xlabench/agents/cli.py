@@ -50,8 +50,8 @@ def run_retrain(args: argparse.Namespace) -> int:
     from xlabench.xla.pool import CompilerPool
 
     check_name(args.name)  # before hours of training, not after
-    if args.steps < 1:
-        raise UserInputError(f"--steps must be at least 1, not {args.steps}")
+    if args.steps < 0 or (args.steps == 0 and args.warm_start == "none"):
+        raise UserInputError(f"--steps must be positive (0 only with a warm start), not {args.steps}")
     eval_specs = [spec for spec in args.eval_graphs.split(",") if spec]
     eval_graphs = {spec: resolve_graphs(spec) for spec in eval_specs}  # bad SPECs fail before training
     resolve_graphs(args.graphs)

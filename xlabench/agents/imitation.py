@@ -36,25 +36,39 @@ class Demonstrations:
 
 
 def demonstrations(
-    graphs: str, environment: dict[str, Any], driver: PassDriver, workers: int = 2
+    graphs: str,
+    environment: dict[str, Any],
+    driver: PassDriver,
+    workers: int = 2,
+    per_family: int | None = None,
 ) -> Demonstrations:
-    """Play XLA's effective order on every graph of the SPEC; record what a policy would see."""
+    """Play XLA's effective order on the graphs of the SPEC; record what a policy would see.
+
+    With `per_family`, only that many of each family's graphs, the smallest: a replay applies every
+    pass of the pipeline (~170 compiles), so replaying a whole split costs hours.
+    """
     from xlabench.env import PassOrderingEnv
+    from xlabench.graphs import resolve_graphs
 
-    names = PassOrderingEnv(graphs=graphs, driver=driver, **environment).graph_names
+    selected = sorted(resolve_graphs(graphs), key=lambda graph: (graph.family, graph.instruction_count))
+    if per_family is not None:
+        by_family: dict[str, list[Any]] = {}
+        for graph in selected:
+            by_family.setdefault(graph.family, []).append(graph)
+        selected = [graph for family in by_family.values() for graph in family[:per_family]]
 
-    def play(name: str) -> list[tuple[dict[str, np.ndarray], np.ndarray, int]]:
-        env = PassOrderingEnv(graphs=graphs, driver=driver, **environment)
-        observation, _ = env.reset(seed=0, options={"graph": name})
+    def play(graph_name: str) -> list[tuple[dict[str, np.ndarray], np.ndarray, int]]:
+        env = PassOrderingEnv(graphs=selected, driver=driver, **environment)
+        observation, _ = env.reset(seed=0, options={"graph": graph_name})
         assert env.module is not None
         replay = replay_default_pipeline(driver, env.module)
-        expert: list[int] = []
+        expert: list[str] = []
         for name in (key.split("@", 1)[0] for key in replay.effective):
             # A pass whose requirement did nothing here (so is not effective) still needs it first.
-            required = driver.catalogue.unmet_requirement(name, [env.actions[a] for a in expert])
-            expert += [env.actions.index(n) for n in (required, name) if n is not None and n in env.actions]
+            required = driver.catalogue.unmet_requirement(name, expert)
+            expert += [n for n in (required, name) if n is not None and n in env.actions]
         steps = []
-        for action in [*expert[: env.max_steps - 1], env.stop_action]:
+        for action in [*(env.actions.index(n) for n in expert[: env.max_steps - 1]), env.stop_action]:
             mask = env.action_masks()
             if not mask[action]:
                 continue  # e.g. a pass the plain-name action already made a no-op here
@@ -63,6 +77,7 @@ def demonstrations(
                 observation, *_ = env.step(action)
         return steps
 
+    names = [graph.name for graph in selected]
     with ThreadPoolExecutor(max_workers=max(1, workers)) as executor:
         played = [step for steps in executor.map(play, names) for step in steps]
     keys = played[0][0].keys()
