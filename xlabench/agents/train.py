@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import signal
 import time
 from collections import deque
 from collections.abc import Callable
@@ -130,11 +131,18 @@ class TrainingRun:
         }
 
 
-def make_environment(graphs: str, algorithm: str, seed: int, rank: int) -> Callable[[], gymnasium.Env]:
-    """A factory for one training environment (called inside its own process when vectorised)."""
+def make_environment(
+    graphs: str, algorithm: str, seed: int, rank: int, own_process: bool = False
+) -> Callable[[], gymnasium.Env]:
+    """A factory for one training environment (`own_process`: it runs in a process of its own)."""
 
     def build() -> gymnasium.Env:
         from stable_baselines3.common.monitor import Monitor
+
+        if own_process:
+            # Ctrl-C reaches the whole process group; only the trainer acts on it, then closes the
+            # environments in order. An environment process killed mid-step would break its pipe.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
         from xlabench.agents.wrappers import CostShaping, MaskedActionPenalty
         from xlabench.env import PassOrderingEnv
@@ -226,7 +234,12 @@ def progress_callback(total_steps: int) -> Any:
             return True
 
         def _on_training_end(self) -> None:
-            self.bar.close()
+            self.close()
+
+        def close(self) -> None:
+            """Close the bar (also when training is interrupted: no bar redrawn after the error)."""
+            if hasattr(self, "bar"):
+                self.bar.close()
 
     return Progress()
 
@@ -253,7 +266,8 @@ def train(
 
     from xlabench.xla import default_driver
 
-    factories = [make_environment(graphs, algorithm, seed, rank) for rank in range(environments)]
+    own_process = environments > 1 and ray_address is None
+    factories = [make_environment(graphs, algorithm, seed, rank, own_process) for rank in range(environments)]
     if ray_address is not None:
         from xlabench.agents.ray_vec_env import RayVecEnv
         from xlabench.cluster import connect
@@ -267,7 +281,11 @@ def train(
         cloned = _warm_start(model, graphs, seed, environments) if warm_start else None
         if steps > 0:  # 0: the warm start alone
             callback = progress_callback(steps) if progress else None
-            model.learn(total_timesteps=steps, callback=callback, tb_log_name=algorithm)
+            try:
+                model.learn(total_timesteps=steps, callback=callback, tb_log_name=algorithm)
+            finally:
+                if callback is not None:
+                    callback.close()
         episodes = int(sum(len(buffer) for buffer in vector.get_attr("episode_returns")))
     finally:
         vector.close()
