@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
-import subprocess
-import sys
-import time
 
 import pytest
 
+from tests.commands import interrupt_after
 from xlabench.cli import main
 from xlabench.errors import UserInputError
 from xlabench.eval import resolve_strategy
@@ -71,21 +67,9 @@ def test_unknown_or_missing_policies_are_one_clear_error(capsys, one_graph_direc
 
 def test_an_interrupted_eval_stops_soon_and_writes_nothing(tmp_path, one_graph_directory):
     out = tmp_path / "eval.json"
-    command = [sys.executable, "-m", "xlabench.cli", "eval", "--policy", "search:beam", "--budget", "100000",
-               "--graphs", str(one_graph_directory), "--no-runtime", "--json", str(out)]  # fmt: skip
-    environment = {**os.environ, "XLABENCH_CACHE_DIR": str(tmp_path / "cache")}  # cold: every call compiles
-    # SIGINT as from a terminal: pytest-xdist workers ignore it, and children would inherit that.
-    process = subprocess.Popen(
-        command,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=environment,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    time.sleep(8)  # well into the search (a beam this wide runs for many minutes)
-    process.send_signal(signal.SIGINT)
-    _, error = process.communicate(timeout=120)  # the search in flight stops at its next compiler call
-    assert process.returncode == 130
-    assert error.replace("\r", "\n").strip().splitlines()[-1] == "xlabench: interrupted"
+    arguments = ["eval", "--policy", "search:beam", "--budget", "100000", "--graphs",
+                 str(one_graph_directory), "--no-runtime", "--json", str(out)]  # fmt: skip
+    # 8 s: well into the search (a beam this wide runs for many minutes); cold cache, every call compiles.
+    code, last_line = interrupt_after(arguments, 8, {"XLABENCH_CACHE_DIR": str(tmp_path / "cache")})
+    assert (code, last_line) == (130, "xlabench: interrupted")  # stopped at the search's next call
     assert not out.exists()
