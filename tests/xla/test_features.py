@@ -58,6 +58,14 @@ def test_op_count_counts_reachable_computations_without_parameters():
     assert features.computations == 4
     assert features.histogram["parameter"] == 1 + 1 + 1 + 2
     assert features.histogram["while"] == 1
+
+
+def test_element_types_count_results_of_reachable_instructions():
+    features = Features.from_dict(default_driver().call_compiler("features", None, MODULE_WITH_CALLEES))
+    # Tuples: state x2, next, init, loop; pred: less; s32: i x2, one, next_i, limit, zero.
+    assert features.element_types == {"f32": 9, "pred": 1, "s32": 6, "tuple": 5}
+    assert sum(features.element_types.values()) == sum(features.histogram.values())
+    assert features.element_type_vector().sum() == sum(features.histogram.values())
     assert "negate" not in features.histogram
 
 

@@ -36,7 +36,7 @@ from xlabench.errors import CompilerError, UserInputError
 from xlabench.graphs import Graph, resolve_graphs
 from xlabench.xla import HloModule, PassDriver, default_driver
 from xlabench.xla.catalogue import DEFAULT_ACTION_SET
-from xlabench.xla.features import OPCODES, Features
+from xlabench.xla.features import ELEMENT_TYPES, OPCODES, Features
 
 ENV_ID = "xlabench/PassOrdering-v0"
 COST_FIELDS = ("flops", "transcendentals", "bytes_accessed")
@@ -48,6 +48,9 @@ def observation_space(action_count: int) -> spaces.Dict:
         {
             # Share of each opcode in the module (OPCODES order, then "other").
             "histogram": spaces.Box(0.0, 1.0, (len(OPCODES) + 1,), np.float32),
+            # Share of each result element type (ELEMENT_TYPES order, then "other"): which
+            # normalizations and expanders have work to do is not in the opcodes alone.
+            "element_types": spaces.Box(0.0, 1.0, (len(ELEMENT_TYPES) + 1,), np.float32),
             # The module's op count relative to I (not the fair count: that is the reward's).
             "op_count": spaces.Box(0.0, np.inf, (1,), np.float32),
             "step_fraction": spaces.Box(0.0, 1.0, (1,), np.float32),
@@ -261,10 +264,12 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         features = self.driver.features(self._module)
         histogram = features.histogram_vector()
         total = histogram.sum()
+        element_types = features.element_type_vector()
         raw_cost = self._start.cost
         cost = np.divide(_cost_vector(features), raw_cost, out=np.ones(len(COST_FIELDS)), where=raw_cost > 0)
         return {
             "histogram": (histogram / total if total else histogram).astype(np.float32),
+            "element_types": (element_types / total if total else element_types).astype(np.float32),
             "op_count": np.array([features.op_count / self._start.initial_op_count], dtype=np.float32),
             "step_fraction": np.array([self._steps / self.max_steps], dtype=np.float32),
             "cost": cost.astype(np.float32),

@@ -328,23 +328,31 @@ def run_pipeline_to_point(
 
 
 def features(text: str) -> dict[str, Any]:
-    """Opcode histogram over reachable computations, op count and XLA's cost analysis."""
+    """Opcode and element-type histograms over reachable computations, op count, cost analysis."""
     module = parse(text)
-    histogram, computations = _reachable_histogram(module)
+    histogram, computations, element_types = _reachable_histograms(module)
     op_count = sum(count for opcode, count in histogram.items() if opcode != "parameter")
     return {
         "op_count": op_count,
         "histogram": histogram,
         "computations": computations,
         "cost": cost_analysis(module),
+        "element_types": element_types,
     }
 
 
 def _reachable_histogram(module: Any) -> tuple[dict[str, int], int]:
     """Opcode counts over the computations reachable from ENTRY, and how many those are."""
+    histogram, computations, _ = _reachable_histograms(module)
+    return histogram, computations
+
+
+def _reachable_histograms(module: Any) -> tuple[dict[str, int], int, dict[str, int]]:
+    """Opcode counts, reachable computations and result element-type counts, from ENTRY."""
     entry = entry_computation_name(to_text(module))
     computations = {computation.name: computation for computation in module.computations()}
     histogram: collections.Counter[str] = collections.Counter()
+    element_types: collections.Counter[str] = collections.Counter()
     reachable, frontier = {entry}, [entry]
     while frontier:
         computation = computations.get(frontier.pop())
@@ -352,11 +360,22 @@ def _reachable_histogram(module: Any) -> tuple[dict[str, int], int]:
             continue
         for instruction in computation.instructions():
             histogram[_opcode_name(instruction.opcode)] += 1
-            for callee in callees(instruction.to_string()):
+            line = instruction.to_string()
+            element_types[_result_element_type(line)] += 1
+            for callee in callees(line):
                 if callee not in reachable:
                     reachable.add(callee)
                     frontier.append(callee)
-    return dict(sorted(histogram.items())), len(reachable)
+    return dict(sorted(histogram.items())), len(reachable), dict(sorted(element_types.items()))
+
+
+def _result_element_type(instruction_text: str) -> str:
+    """`%x = bf16[2,3]{1,0} add(...)` -> bf16; a tuple-shaped result -> tuple."""
+    shape = instruction_text.split(" = ", 1)[-1].lstrip()
+    if shape.startswith("("):
+        return "tuple"
+    match = re.match(r"[a-z][a-z0-9]*", shape)
+    return match.group(0) if match else "other"
 
 
 def _opcode_name(opcode: Any) -> str:

@@ -6,7 +6,8 @@ conditions, conditional branches, `call` targets, and the reducer/comparator/sca
 reduce, sort, scatter, map, select-and-scatter, ...) -- each computation counted once however often
 it is called. Every opcode counts (constants, tuples, get-tuple-element included) except
 `parameter`. Computations no longer reachable (left behind by a pass until DCE runs) do not count.
-The histogram counts the same instructions, parameters included, by opcode.
+The histogram counts the same instructions, parameters included, by opcode; the element-type
+histogram counts them by the element type of their result (a tuple-shaped result is "tuple").
 """
 
 from __future__ import annotations
@@ -39,6 +40,12 @@ OPCODES: tuple[str, ...] = (
     "while", "xor",
 )  # fmt: skip
 OTHER = "other"
+# Result element types an observation distinguishes (bf16 graphs want float normalization, s32/pred
+# carry loop and index arithmetic); the rest land in "other".
+ELEMENT_TYPES: tuple[str, ...] = (
+    "pred", "s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64", "c64",
+    "c128", "token", "tuple",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -58,6 +65,7 @@ class Features:
     histogram: dict[str, int] = field(hash=False)
     computations: int
     cost: Cost
+    element_types: dict[str, int] = field(hash=False, default_factory=dict)
 
     @classmethod
     def from_dict(cls, data: dict) -> Features:
@@ -67,6 +75,7 @@ class Features:
             histogram={str(k): int(v) for k, v in data["histogram"].items()},
             computations=int(data["computations"]),
             cost=Cost(**data["cost"]),
+            element_types={str(k): int(v) for k, v in data["element_types"].items()},
         )
 
     def to_dict(self) -> dict:
@@ -80,12 +89,21 @@ class Features:
                 "transcendentals": self.cost.transcendentals,
                 "bytes_accessed": self.cost.bytes_accessed,
             },
+            "element_types": dict(self.element_types),
         }
 
     def histogram_vector(self) -> np.ndarray:
         """Counts per opcode in OPCODES order, then "other": a fixed-length observation."""
-        vector = np.zeros(len(OPCODES) + 1, dtype=np.float32)
-        index = {opcode: i for i, opcode in enumerate(OPCODES)}
-        for opcode, count in self.histogram.items():
-            vector[index.get(opcode, len(OPCODES))] += count
-        return vector
+        return _vector(self.histogram, OPCODES)
+
+    def element_type_vector(self) -> np.ndarray:
+        """Counts per result element type in ELEMENT_TYPES order, then "other"."""
+        return _vector(self.element_types, ELEMENT_TYPES)
+
+
+def _vector(counts: dict[str, int], vocabulary: tuple[str, ...]) -> np.ndarray:
+    vector = np.zeros(len(vocabulary) + 1, dtype=np.float32)
+    index = {name: i for i, name in enumerate(vocabulary)}
+    for name, count in counts.items():
+        vector[index.get(name, len(vocabulary))] += count
+    return vector
