@@ -5,15 +5,18 @@ For each training graph the demonstration is XLA's default pipeline replayed one
 (`Replay.effective`: 3 passes on a small ResNet, 11 on a GPT-2 f32 step, 21 on a bf16 one), as the
 environment's actions, then *stop*; a pass whose requirement did nothing gets it first anyway. It is
 played in the environment, so every observation and mask is one a rollout would see. The policy's
-masked action distribution is fitted to it by cross-entropy; PPO then improves on it with the true
-reward. Without this start, PPO from scratch must discover that expanders and normalizers come
-before the simplifications they feed from a reward that only arrives at the end.
+masked action distribution is fitted to it by cross-entropy. Then DAgger (`aggregate`): the cloned
+policy is rolled out, every state it visits is labelled with what XLA's order says to do from there
+(`expert_action`), and the policy is fitted again on all of it -- so one wrong step does not leave
+it where it was never shown what to do. PPO then improves on it with the true reward. Without this
+start, PPO from scratch must discover that expanders and normalizers come before the
+simplifications they feed, from a reward that only arrives at the end.
 """
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -30,9 +33,59 @@ class Demonstrations:
     masks: np.ndarray
     actions: np.ndarray
     graphs: int
+    # Per graph, the expert's order: XLA's effective passes as action names (what `expert_action` follows).
+    orders: dict[str, list[str]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.actions)
+
+    def extend(self, more: Demonstrations) -> Demonstrations:
+        """These demonstrations and more (DAgger's aggregation)."""
+        return Demonstrations(
+            {
+                key: np.concatenate([value, more.observations[key]])
+                for key, value in self.observations.items()
+            },
+            np.concatenate([self.masks, more.masks]),
+            np.concatenate([self.actions, more.actions]),
+            self.graphs,
+            self.orders,
+        )
+
+
+Step = tuple[dict[str, np.ndarray], np.ndarray, int]
+
+
+def expert_order(driver: PassDriver, env: Any) -> list[str]:
+    """XLA's effective order on the environment's current (raw) module, as its action names."""
+    assert env.module is not None
+    replay = replay_default_pipeline(driver, env.module)
+    order: list[str] = []
+    for name in (key.split("@", 1)[0] for key in replay.effective):
+        # A pass whose requirement did nothing here (so is not effective) still needs it first.
+        required = driver.catalogue.unmet_requirement(name, order)
+        order += [n for n in (required, name) if n is not None and n in env.actions]
+    return order[: env.max_steps - 1]
+
+
+def expert_action(order: list[str], sequence: list[str], mask: np.ndarray, actions: list[str]) -> int:
+    """What XLA's order says to do after `sequence`: its first pass not yet done in order and allowed.
+
+    The sequence is matched against the order as a subsequence (greedily, skipping): a pass the
+    policy left out stays to do, a pass it applied out of order is done again at its place; with
+    nothing left, *stop*. Along the order itself this is the order's next pass.
+    """
+    done = [False] * len(order)
+    position = 0
+    for name in sequence:
+        for index in range(position, len(order)):
+            if order[index] == name:
+                done[index], position = True, index + 1
+                break
+    for index, name in enumerate(order):
+        if not done[index] and mask[actions.index(name)]:
+            return actions.index(name)
+    return len(actions)
 
 
 def demonstrations(
@@ -45,9 +98,58 @@ def demonstrations(
     """Play XLA's effective order on the graphs of the SPEC; record what a policy would see.
 
     With `per_family`, only that many of each family's graphs, the smallest: a replay applies every
-    pass of the pipeline (~170 compiles), so replaying a whole split costs hours.
+    pass of the pipeline (~170 compiles), so replaying a whole split costs time (its transitions are
+    cached: a second run is quick).
     """
-    from xlabench.env import PassOrderingEnv
+    selected = _select(graphs, per_family)
+    orders: dict[str, list[str]] = {}
+
+    def play(graph_name: str) -> list[Step]:
+        env = _environment(selected, environment, driver)
+        observation, _ = env.reset(seed=0, options={"graph": graph_name})
+        orders[graph_name] = expert_order(driver, env)
+        return _play(env, observation, orders[graph_name], act=None)
+
+    return _collect(play, selected, workers, orders)
+
+
+def aggregate(
+    policy: Any,
+    data: Demonstrations,
+    graphs: str,
+    environment: dict[str, Any],
+    driver: PassDriver,
+    workers: int = 2,
+    per_family: int | None = None,
+) -> tuple[Demonstrations, dict[str, float]]:
+    """One DAgger round: roll the policy out, label every state it visits with `expert_action`.
+
+    Cloning sees only states on XLA's own path; one wrong step puts the policy where it has never
+    been shown what to do. This shows it, and returns how often it already agreed with the expert.
+    """
+    selected = [graph for graph in _select(graphs, per_family) if graph.name in data.orders]
+
+    def act(observation: dict[str, np.ndarray], mask: np.ndarray) -> int:
+        import torch
+
+        with torch.no_grad():
+            tensors = {key: torch.as_tensor(value[None]) for key, value in observation.items()}
+            logits = _logits(policy, tensors)[0].numpy()
+        return int(np.argmax(np.where(mask, logits, -np.inf)))
+
+    agreed = [0, 0]
+
+    def play(graph_name: str) -> list[Step]:
+        env = _environment(selected, environment, driver)
+        observation, _ = env.reset(seed=0, options={"graph": graph_name})
+        return _play(env, observation, data.orders[graph_name], act=act, agreed=agreed)
+
+    policy.set_training_mode(False)
+    added = _collect(play, selected, workers, data.orders)
+    return data.extend(added), {"visited": len(added), "agreement": agreed[0] / max(1, agreed[1])}
+
+
+def _select(graphs: str, per_family: int | None) -> list[Any]:
     from xlabench.graphs import resolve_graphs
 
     selected = sorted(resolve_graphs(graphs), key=lambda graph: (graph.family, graph.instruction_count))
@@ -56,36 +158,49 @@ def demonstrations(
         for graph in selected:
             by_family.setdefault(graph.family, []).append(graph)
         selected = [graph for family in by_family.values() for graph in family[:per_family]]
+    return selected
 
-    def play(graph_name: str) -> list[tuple[dict[str, np.ndarray], np.ndarray, int]]:
-        env = PassOrderingEnv(graphs=selected, driver=driver, **environment)
-        observation, _ = env.reset(seed=0, options={"graph": graph_name})
-        assert env.module is not None
-        replay = replay_default_pipeline(driver, env.module)
-        expert: list[str] = []
-        for name in (key.split("@", 1)[0] for key in replay.effective):
-            # A pass whose requirement did nothing here (so is not effective) still needs it first.
-            required = driver.catalogue.unmet_requirement(name, expert)
-            expert += [n for n in (required, name) if n is not None and n in env.actions]
-        steps = []
-        for action in [*(env.actions.index(n) for n in expert[: env.max_steps - 1]), env.stop_action]:
-            mask = env.action_masks()
-            if not mask[action]:
-                continue  # e.g. a pass the plain-name action already made a no-op here
-            steps.append((observation, mask, action))
-            if action != env.stop_action:
-                observation, *_ = env.step(action)
-        return steps
 
+def _environment(graphs: list[Any], environment: dict[str, Any], driver: PassDriver) -> Any:
+    from xlabench.env import PassOrderingEnv
+
+    return PassOrderingEnv(graphs=graphs, driver=driver, **environment)
+
+
+def _play(
+    env: Any, observation: dict[str, np.ndarray], order: list[str], act: Any, agreed: list[int] | None = None
+) -> list[Step]:
+    """Label each state with the expert's action; move by `act` (the policy), or by the expert's."""
+    steps: list[Step] = []
+    while True:
+        mask = env.action_masks()
+        expert = expert_action(order, env.sequence, mask, env.actions)
+        steps.append((observation, mask, expert))
+        chosen = expert if act is None else act(observation, mask)
+        if agreed is not None:
+            agreed[0] += int(chosen == expert)
+            agreed[1] += 1
+        if chosen == env.stop_action:
+            return steps
+        observation, _, _, truncated, _ = env.step(chosen)
+        if truncated:
+            return steps
+
+
+def _collect(play: Any, selected: list[Any], workers: int, orders: dict[str, list[str]]) -> Demonstrations:
     names = [graph.name for graph in selected]
     with ThreadPoolExecutor(max_workers=max(1, workers)) as executor:
         played = [step for steps in executor.map(play, names) for step in steps]
-    keys = played[0][0].keys()
+    return Demonstrations(**vars(_stack(played)) | {"graphs": len(names), "orders": orders})
+
+
+def _stack(steps: list[Step]) -> Demonstrations:
+    keys = steps[0][0].keys()
     return Demonstrations(
-        observations={key: np.stack([step[0][key] for step in played]) for key in keys},
-        masks=np.stack([step[1] for step in played]),
-        actions=np.array([step[2] for step in played]),
-        graphs=len(names),
+        observations={key: np.stack([step[0][key] for step in steps]) for key in keys},
+        masks=np.stack([step[1] for step in steps]),
+        actions=np.array([step[2] for step in steps]),
+        graphs=0,
     )
 
 

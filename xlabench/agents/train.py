@@ -73,10 +73,17 @@ HYPERPARAMETERS["ppo-value"] = dict(HYPERPARAMETERS["ppo"])
 MASKABLE = ("ppo", "ppo-shaping", "ppo-value")
 
 # Warm start (actor-critic algorithms): behaviour cloning of XLA's own effective order on the
-# training graphs before any reinforcement learning (`xlabench.agents.imitation`).
-# Demonstrations come from the `per_family` smallest graphs of each family (a replay costs ~170
-# compiles), so the policy learns the order, not the graphs.
-WARM_START: dict[str, Any] = {"per_family": 6, "epochs": 400, "learning_rate": 3e-3, "batch_size": 64}
+# training graphs before any reinforcement learning, then `dagger_rounds` of DAgger: roll out,
+# label the states the policy reaches with XLA's order from there, fit again
+# (`xlabench.agents.imitation`). `per_family` None: every training graph (a replay costs ~170
+# compiles; cached, a second run is quick).
+WARM_START: dict[str, Any] = {
+    "per_family": None,
+    "epochs": 400,
+    "learning_rate": 3e-3,
+    "batch_size": 64,
+    "dagger_rounds": 2,
+}
 
 
 @dataclass
@@ -311,17 +318,25 @@ def train(
 
 
 def _warm_start(model: Any, graphs: str, seed: int, workers: int) -> dict[str, Any]:
-    """Behaviour cloning of XLA's effective order (`xlabench.agents.imitation`) into `model.policy`."""
-    from xlabench.agents.imitation import behaviour_cloning, demonstrations
+    """Behaviour cloning of XLA's effective order, then DAgger (`xlabench.agents.imitation`)."""
+    from xlabench.agents.imitation import aggregate, behaviour_cloning, demonstrations
     from xlabench.xla import PassDriver
     from xlabench.xla.pool import CompilerPool
 
     started = time.perf_counter()
+    cloning = {key: WARM_START[key] for key in ("epochs", "learning_rate", "batch_size")}
     pool = CompilerPool(size=max(1, workers))
     try:
-        data = demonstrations(graphs, ENVIRONMENT, PassDriver(pool=pool), workers, WARM_START["per_family"])
+        driver = PassDriver(pool=pool)
+        data = demonstrations(graphs, ENVIRONMENT, driver, workers, WARM_START["per_family"])
+        figures = behaviour_cloning(model.policy, data, seed=seed, **cloning)
+        rounds = []
+        for round_ in range(WARM_START["dagger_rounds"]):
+            data, visited = aggregate(
+                model.policy, data, graphs, ENVIRONMENT, driver, workers, WARM_START["per_family"]
+            )
+            figures = behaviour_cloning(model.policy, data, seed=seed + round_ + 1, **cloning)
+            rounds.append({**visited, "accuracy": figures["accuracy"]})
     finally:
         pool.close()
-    cloning = {key: value for key, value in WARM_START.items() if key != "per_family"}
-    figures = behaviour_cloning(model.policy, data, seed=seed, **cloning)
-    return {**WARM_START, **figures, "seconds": round(time.perf_counter() - started, 1)}
+    return {**WARM_START, **figures, "dagger": rounds, "seconds": round(time.perf_counter() - started, 1)}
