@@ -24,6 +24,10 @@ def test_selectors_partition_the_suite(stored_graphs: list[Graph]) -> None:
         assert graphs and {g.split for g in graphs} == {split}
     gpt2 = resolve_graphs("gpt2")
     assert gpt2 and {g.family for g in gpt2} == {"gpt2"}
+    # SPLIT:FAMILY: a family's graphs in one split (what a per-family policy trains on).
+    assert resolve_graphs("train:gpt2") == [g for g in by_split["train"] if g.family == "gpt2"]
+    with pytest.raises(UserInputError, match="no gnn graphs in the train split"):
+        resolve_graphs("train:gnn")
 
 
 def test_graph_name_resolves_to_that_graph(stored_graphs: list[Graph]) -> None:

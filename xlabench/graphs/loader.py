@@ -104,7 +104,14 @@ def _from_path(path: Path) -> list[Graph]:
 
 
 def resolve_graphs(spec: str) -> list[Graph]:
-    """Graphs named by `spec`: `all`, a split, a family, a suite graph name, an HLO file or a directory."""
+    """Graphs named by `spec`: `all`, a split, a family, `SPLIT:FAMILY` (e.g. `train:gpt2`), a suite
+    graph name, an HLO file or a directory."""
+    split, colon, family = spec.partition(":")
+    if colon and split in SPLITS and family in families():
+        selected = [g for g in load_graph_set() if g.split == split and g.family == family]
+        if not selected:
+            raise UserInputError(f"no {family} graphs in the {split} split")
+        return selected
     if spec in ("all", *SPLITS) or spec in families():
         graphs = load_graph_set()
         selected = [g for g in graphs if spec == "all" or g.split == spec or g.family == spec]
