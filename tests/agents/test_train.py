@@ -16,6 +16,10 @@ def test_ppo_trains_the_steps_asked_and_a_seed_repeats_it(small_graph):
     first = train("ppo", graphs=small_graph, steps=128, seed=3, environments=1, progress=False)
     again = train("ppo", graphs=small_graph, steps=128, seed=3, environments=1, progress=False)
     assert first.steps == 128 and first.episodes >= 1 and len(first.actions) == 74
+    # The training curve: one point per bin of episodes, steps increasing, within the run.
+    steps = [step for step, _ in first.curve]
+    assert 1 <= len(steps) <= first.episodes and steps == sorted(steps) and steps[-1] <= 128
+    assert first.curve == again.curve
     weights, repeated = first.model.policy.state_dict(), again.model.policy.state_dict()
     assert all(torch.equal(weights[key], repeated[key]) for key in weights)
 

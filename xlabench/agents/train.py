@@ -21,7 +21,7 @@ import signal
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium
@@ -102,6 +102,8 @@ class TrainingRun:
     graphs: str
     environments: int
     warm_start: dict[str, Any] | None = None  # behaviour cloning's figures, when it ran
+    # Training curve: (environment steps, mean episode return) at up to CURVE_POINTS points.
+    curve: list[tuple[int, float]] = field(default_factory=list)
 
     def metadata(self, name: str, driver: Any) -> dict[str, Any]:
         """A policy artifact's metadata for this run (`xlabench.policies.artifact.save` adds the rest)."""
@@ -129,6 +131,7 @@ class TrainingRun:
                 "episodes": self.episodes,
                 "seconds": round(self.seconds, 1),
                 "environments": self.environments,
+                "curve": [[step, round(value, 6)] for step, value in self.curve],
             },
             "packages": {
                 package: version(package)
@@ -293,7 +296,8 @@ def train(
             finally:
                 if callback is not None:
                     callback.close()
-        episodes = int(sum(len(buffer) for buffer in vector.get_attr("episode_returns")))
+        returns, lengths = vector.get_attr("episode_returns"), vector.get_attr("episode_lengths")
+        episodes = int(sum(len(buffer) for buffer in returns))
     finally:
         vector.close()
     return TrainingRun(
@@ -314,7 +318,28 @@ def train(
         graphs=graphs,
         environments=environments,
         warm_start=cloned,
+        curve=learning_curve(returns, lengths),
     )
+
+
+CURVE_POINTS = 50
+
+
+def learning_curve(returns: list[list[float]], lengths: list[list[int]]) -> list[tuple[int, float]]:
+    """Mean episode return per bin of training steps, from each environment's Monitor buffers.
+
+    An episode ending at its environment's k-th step ends near global step k × environments.
+    """
+    ends = [
+        (int(end) * len(lengths), float(value))
+        for env_returns, env_lengths in zip(returns, lengths, strict=True)
+        for end, value in zip(np.cumsum(env_lengths), env_returns, strict=True)
+    ]
+    if not ends:
+        return []
+    ends.sort()
+    bins = np.array_split(np.arange(len(ends)), min(CURVE_POINTS, len(ends)))
+    return [(ends[b[-1]][0], float(np.mean([ends[i][1] for i in b]))) for b in bins]
 
 
 def _warm_start(model: Any, graphs: str, seed: int, workers: int) -> dict[str, Any]:
