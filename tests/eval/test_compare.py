@@ -37,3 +37,25 @@ def test_a_file_that_is_not_an_eval_result_is_one_clear_error(tmp_path, capsys):
     (tmp_path / "x.json").write_text("[1, 2]")
     assert main(["compare", str(tmp_path / "x.json"), "--report", str(tmp_path / "out")]) == 2
     assert "x.json: not an `xlabench eval --json` result" in capsys.readouterr().err
+
+
+def test_a_policy_directory_brings_its_stored_evaluations_and_curve(tmp_path):
+    greedy = _result(tmp_path / "g.json", "search:greedy", "test", [("a", "gpt2", 100, 110, 500)])
+    rows = json.loads((tmp_path / "g.json").read_text())["graphs"]
+    version = tmp_path / "general" / "v1.0"
+    version.mkdir(parents=True)
+    evaluated = [{**rows[0], "R": 100, "vs_default": 1.0, "calls": 31}]
+    metadata = {
+        "name": "general",
+        "version": "v1.0",
+        "algorithm": "ppo",
+        "training": {"curve": [[64, 0.1], [128, 0.2]]},
+        "eval": {"test": {"per_graph": evaluated}},
+    }
+    (version / "metadata.json").write_text(json.dumps(metadata))
+    assert main(["compare", greedy, str(version), "--report", str(tmp_path / "out")]) == 0
+    table = (tmp_path / "out" / "comparison.md").read_text()
+    assert "| general@v1.0 (ppo) | 1.0000 | **1.0000** | a (1.0000) | 31 | 0 |" in table
+    assert (tmp_path / "out" / "training_curves.png").read_bytes()[:4] == b"\x89PNG"
+    (version / "metadata.json").write_text("{}")
+    assert main(["compare", str(version), "--report", str(tmp_path / "out")]) == 2

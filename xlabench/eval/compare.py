@@ -1,8 +1,11 @@
 """`xlabench compare`: several `xlabench eval --json` results side by side, per split and family.
 
-Each result file is one strategy (a policy, a search, replay) on one graph SPEC. The comparison is a
-Markdown table per SPEC -- strategy, geomean vs_default per family and overall, worst graph,
-compiler calls per graph -- and a PNG of the overall geomeans, written atomically.
+Each result file is one strategy (a policy, a search, replay) on one graph SPEC; a policy version
+directory (`policies/NAME/vX.Y`) stands for the evaluations `xlabench retrain` stored in its
+metadata, one per SPEC, and brings its training curve. The comparison is a Markdown table per SPEC
+-- strategy, geomean vs_default per family and overall, worst graph, compiler calls per graph -- a
+PNG of the overall geomeans and, when policies are among them, a PNG of their training curves
+(mean episode return vs environment steps), all written atomically.
 """
 
 from __future__ import annotations
@@ -24,9 +27,16 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "compare", help="compare `xlabench eval --json` results per split and family"
     )
-    parser.add_argument("results", nargs="+", help="JSON files written by `xlabench eval --json`")
     parser.add_argument(
-        "--report", metavar="DIR", required=True, help="write comparison.md and comparison.png"
+        "results",
+        nargs="+",
+        help="JSON files written by `xlabench eval --json`, or policy version directories",
+    )
+    parser.add_argument(
+        "--report",
+        metavar="DIR",
+        required=True,
+        help="write comparison.md, comparison.png (and training_curves.png for policies)",
     )
     parser.add_argument("--title", default="Pass-ordering strategies against XLA's default pipeline")
     parser.set_defaults(handler=run_compare)
@@ -43,6 +53,33 @@ def load_result(path: str) -> dict[str, Any]:
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise UserInputError(f"{path}: not an `xlabench eval --json` result ({error})") from None
     return document
+
+
+def load_policy_results(path: str) -> list[dict[str, Any]]:
+    """The evaluations stored in a policy version's metadata, as `xlabench eval --json` documents."""
+    try:
+        with open(os.path.join(path, "metadata.json")) as handle:
+            metadata = json.load(handle)
+        label = f"{metadata['name']}@{metadata['version']} ({metadata['algorithm']})"
+        return [
+            {
+                "policy": label,
+                "graphs_spec": spec,
+                "graphs": part["per_graph"],
+                "curve": metadata.get("training", {}).get("curve") or [],
+            }
+            for spec, part in metadata["eval"].items()
+        ]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise UserInputError(f"{path}: not a policy version directory ({error})") from None
+
+
+def load_results(paths: list[str]) -> list[dict[str, Any]]:
+    """Every result file and every policy directory's stored evaluations, in the order given."""
+    documents: list[dict[str, Any]] = []
+    for path in paths:
+        documents += load_policy_results(path) if os.path.isdir(path) else [load_result(path)]
+    return documents
 
 
 def markdown(title: str, documents: list[dict[str, Any]]) -> str:
@@ -105,13 +142,40 @@ def plot(title: str, documents: list[dict[str, Any]]) -> bytes:
     return buffer.getvalue()
 
 
+def plot_curves(documents: list[dict[str, Any]]) -> bytes | None:
+    """PNG: each policy's training curve (mean episode return vs steps); None without any."""
+    curves = {document["policy"]: document["curve"] for document in documents if document.get("curve")}
+    if not curves:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(7.0, 4.0))
+    for label, curve in curves.items():
+        axes.plot([point[0] for point in curve], [point[1] for point in curve], label=label)
+    axes.set_xlabel("environment steps")
+    axes.set_ylabel("mean episode return (R0 - R) / R0")
+    axes.set_title("Training curves", fontsize="medium")
+    axes.legend(fontsize="small")
+    buffer = io.BytesIO()
+    figure.tight_layout()
+    figure.savefig(buffer, format="png", dpi=120)
+    plt.close(figure)
+    return buffer.getvalue()
+
+
 def run_compare(args: argparse.Namespace) -> int:
-    """Load every result, write comparison.md and comparison.png, print the table."""
-    documents = [load_result(path) for path in args.results]
+    """Load every result, write comparison.md, comparison.png (training_curves.png), print the table."""
+    documents = load_results(args.results)
     os.makedirs(args.report, exist_ok=True)
     table = markdown(args.title, documents)
     write_atomically(os.path.join(args.report, "comparison.md"), table.encode())
     write_atomically(os.path.join(args.report, "comparison.png"), plot(args.title, documents))
+    curves = plot_curves(documents)
+    if curves is not None:
+        write_atomically(os.path.join(args.report, "training_curves.png"), curves)
     print(table, end="")
     return 0
 
