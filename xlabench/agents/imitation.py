@@ -110,7 +110,7 @@ def demonstrations(
         orders[graph_name] = expert_order(driver, env)
         return _play(env, observation, orders[graph_name], act=None)
 
-    return _collect(play, selected, workers, orders)
+    return _collect(play, selected, workers, orders, "warm start: demonstrations")
 
 
 def aggregate(
@@ -145,7 +145,7 @@ def aggregate(
         return _play(env, observation, data.orders[graph_name], act=act, agreed=agreed)
 
     policy.set_training_mode(False)
-    added = _collect(play, selected, workers, data.orders)
+    added = _collect(play, selected, workers, data.orders, "warm start: DAgger round")
     return data.extend(added), {"visited": len(added), "agreement": agreed[0] / max(1, agreed[1])}
 
 
@@ -187,11 +187,16 @@ def _play(
             return steps
 
 
-def _collect(play: Any, selected: list[Any], workers: int, orders: dict[str, list[str]]) -> Demonstrations:
+def _collect(
+    play: Any, selected: list[Any], workers: int, orders: dict[str, list[str]], label: str
+) -> Demonstrations:
+    from tqdm import tqdm
+
     names = [graph.name for graph in selected]
     with ThreadPoolExecutor(max_workers=max(1, workers)) as executor:
-        played = [step for steps in executor.map(play, names) for step in steps]
-    return Demonstrations(**vars(_stack(played)) | {"graphs": len(names), "orders": orders})
+        played = executor.map(play, names)
+        steps = [step for steps in tqdm(played, desc=label, total=len(names), unit="graph") for step in steps]
+    return Demonstrations(**vars(_stack(steps)) | {"graphs": len(names), "orders": orders})
 
 
 def _stack(steps: list[Step]) -> Demonstrations:
