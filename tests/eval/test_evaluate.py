@@ -73,3 +73,43 @@ def test_an_interrupted_eval_stops_soon_and_writes_nothing(tmp_path, one_graph_d
     code, last_line = interrupt_after(arguments, 8, {"XLABENCH_CACHE_DIR": str(tmp_path / "cache")})
     assert (code, last_line) == (130, "xlabench: interrupted")  # stopped at the search's next call
     assert not out.exists()
+
+
+def test_a_checkpoint_keeps_finished_graphs_and_a_rerun_takes_them_from_it(
+    tmp_path, one_graph_directory, capsys
+):
+    checkpoint, out = tmp_path / "greedy.checkpoint.json", tmp_path / "eval.json"
+    arguments = ["eval", "--policy", "search:greedy", "--graphs", str(one_graph_directory), "--budget", "120",
+                 "--actions", "simplification", "--no-runtime", "--checkpoint", str(checkpoint)]  # fmt: skip
+    assert main(arguments) == 0
+    stored = json.loads(checkpoint.read_text())
+    (row,) = stored["rows"]
+    assert row["name"] == GRAPH and stored["run"]["budget"] == 120 and stored["run"]["strategy"] == "greedy"
+    # The rerun must not search again: mark the stored row, and the marked value is what it reports.
+    row["R"], row["vs_default"] = row["R"] + 1000, 0.5
+    checkpoint.write_text(json.dumps(stored))
+    capsys.readouterr()
+    assert main([*arguments, "--json", str(out)]) == 0
+    assert "resuming: 1 of 1 graphs already finished" in capsys.readouterr().out
+    (reported,) = json.loads(out.read_text())["graphs"]
+    assert reported["R"] == row["R"] and reported["vs_default"] == 0.5
+
+
+def test_a_checkpoint_of_another_run_or_not_a_checkpoint_is_refused_in_one_line(
+    tmp_path, one_graph_directory, capsys
+):
+    checkpoint = tmp_path / "checkpoint.json"
+    checkpoint.write_text(json.dumps({"format": "xlabench-eval-checkpoint-1", "rows": [], "run": {
+        "strategy": "greedy", "jaxlib": "0.10.2", "actions": "simplification", "budget": 120,
+        "max_length": 30, "runtime": False, "repeats": None}}))  # fmt: skip
+    arguments = ["eval", "--policy", "search:greedy", "--graphs", str(one_graph_directory), "--actions",
+                 "simplification", "--no-runtime", "--checkpoint", str(checkpoint), "--budget"]  # fmt: skip
+    assert main([*arguments, "99"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error == (f"xlabench: error: {checkpoint}: checkpoint of another run (budget 120 here 99); "
+                     "give another file or remove this one")  # fmt: skip
+    checkpoint.write_text('{"graphs": [')
+    assert main([*arguments, "120"]) == 2
+    assert (
+        capsys.readouterr().err.strip() == f"xlabench: error: {checkpoint}: not an xlabench eval checkpoint"
+    )

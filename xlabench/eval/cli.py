@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import Any
 
+from xlabench.eval.checkpoint import Checkpoint
 from xlabench.eval.evaluate import DEFAULT_POLICY, RESULT_FIELDS, evaluate_graphs, resolve_strategy, summarize
 from xlabench.eval.report import write_report
 from xlabench.files import write_atomically
@@ -41,6 +42,11 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
+        "--checkpoint",
+        metavar="FILE",
+        help="keep every finished graph in FILE; run the same command again to resume where it stopped",
+    )
+    parser.add_argument(
         "--ray", metavar="ADDRESS", help="run graphs as tasks on this Ray cluster (auto, HOST:PORT)"
     )
     parser.set_defaults(handler=run_eval)
@@ -70,8 +76,23 @@ def run_eval(args: argparse.Namespace) -> int:
             options["policy"] = load_policy(label, driver)
             label = options["policy"].label
         runtime = not args.no_runtime
+        checkpoint = None
+        if args.checkpoint:
+            checkpoint = Checkpoint(args.checkpoint, _run_description(args, strategy, options, driver))
+            resumed = sum(checkpoint.finished(graph.name) is not None for graph in graphs)
+            if resumed:
+                print(f"resuming: {resumed} of {len(graphs)} graphs already finished in {args.checkpoint}")
         rows = evaluate_graphs(
-            driver, graphs, strategy, options, runtime, args.repeats, args.workers, f"eval {label}", args.ray
+            driver,
+            graphs,
+            strategy,
+            options,
+            runtime,
+            args.repeats,
+            args.workers,
+            f"eval {label}",
+            args.ray,
+            checkpoint=checkpoint,
         )
     finally:
         pool.close()
@@ -99,6 +120,21 @@ def run_eval(args: argparse.Namespace) -> int:
     if args.report:
         write_report(args.report, f"xlabench eval --policy {label} --graphs {args.graphs}", rows, summary)
     return 0 if summary["failed"] == 0 else 1
+
+
+def _run_description(
+    args: argparse.Namespace, strategy: str, options: dict[str, Any], driver: Any
+) -> dict[str, Any]:
+    """Everything a graph's row depends on besides the graph: a checkpoint is only resumed by its own run."""
+    run: dict[str, Any] = {"strategy": strategy, "jaxlib": driver.jaxlib_version}
+    if strategy == "policy":
+        run["policy"] = options["policy"].label
+        run["weights_sha256"] = options["policy"].artifact.metadata.get("weights_sha256")
+    elif strategy != "replay":
+        run.update({"actions": args.actions, "budget": args.budget, "max_length": args.max_length})
+        run.update({key: options[key] for key in ("width", "seed") if key in options})
+    run.update({"runtime": not args.no_runtime, "repeats": args.repeats if not args.no_runtime else None})
+    return run
 
 
 def _print_table(policy: str, rows: list[dict[str, Any]], summary: dict[str, Any]) -> None:

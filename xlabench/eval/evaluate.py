@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from xlabench.errors import CompilerError, UserInputError
+from xlabench.eval.checkpoint import Checkpoint
 from xlabench.graphs import Graph
 from xlabench.policies.policy import rollout
 from xlabench.search import STRATEGIES, SearchResult
@@ -113,20 +114,30 @@ def evaluate_graphs(
     workers: int = 2,
     label: str = "eval",
     ray_address: str | None = None,
+    checkpoint: Checkpoint | None = None,
 ) -> list[dict[str, Any]]:
     """`evaluate_graph` over many graphs, `workers` at a time (largest first), with a progress bar.
 
     With `ray_address`, each graph is a Ray task on that cluster instead (one CPU, a compiler pool
-    and driver of its own). Ctrl-C cancels the searches in flight and re-raises.
+    and driver of its own). Ctrl-C cancels the searches in flight and re-raises. With a
+    `checkpoint`, graphs it holds are taken from it and every graph that finishes is added to it.
     """
     from tqdm import tqdm
 
     rows: list[dict[str, Any]] = []
+    if checkpoint is not None:
+        rows = [row for graph in graphs if (row := checkpoint.finished(graph.name)) is not None]
+        finished = {row["name"] for row in rows}
+        graphs = [graph for graph in graphs if graph.name not in finished]
     lock = threading.Lock()
-    progress = tqdm(total=len(graphs), desc=label, unit="graph", file=sys.stderr)
+    total = len(rows) + len(graphs)
+    progress = tqdm(total=total, initial=len(rows), desc=label, unit="graph", file=sys.stderr)
     if ray_address is not None:
         try:
-            return _evaluate_on_ray(ray_address, graphs, strategy, options, runtime, repeats, progress)
+            rows += _evaluate_on_ray(
+                ray_address, graphs, strategy, options, runtime, repeats, progress, checkpoint
+            )
+            return sorted(rows, key=lambda row: row["name"])
         finally:
             progress.close()
     cancel = threading.Event()
@@ -135,6 +146,10 @@ def evaluate_graphs(
         if cancel.is_set():
             return
         row = evaluate_graph(driver, graph, strategy, options, runtime, repeats, cancel)
+        if cancel.is_set():
+            return  # a cancelled search returns its best so far: not a result to keep
+        if checkpoint is not None:
+            checkpoint.add(row)
         with lock:
             rows.append(row)
             progress.update(1)
@@ -163,6 +178,7 @@ def _evaluate_on_ray(
     runtime: bool,
     repeats: int,
     progress: Any,
+    checkpoint: Checkpoint | None,
 ) -> list[dict[str, Any]]:
     """One Ray task per graph; a policy travels as its metadata and tensors, not as an object."""
     from xlabench.cluster import connect
@@ -179,6 +195,8 @@ def _evaluate_on_ray(
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
             row = ray.get(done[0])
+            if checkpoint is not None:
+                checkpoint.add(row)
             rows.append(row)
             progress.update(1)
             progress.set_postfix_str(

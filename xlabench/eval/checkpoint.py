@@ -1,0 +1,65 @@
+"""Finished graphs of an evaluation, kept on disk so a long run resumes where it stopped.
+
+A search baseline over a split runs for hours on two cores (beam search: thousands of compiles a
+graph). `xlabench eval --checkpoint FILE` writes every finished graph's row to FILE (whole, through a
+temporary file, after each graph); run the same command again and the graphs already in FILE are
+taken from it instead of being searched again. FILE also records what the rows were measured with
+(strategy, its options, runtime settings, jaxlib): a checkpoint of another run is refused in one
+line rather than mixed into this one. Failed graphs are not kept, so a resumed run tries them again.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+from xlabench.errors import UserInputError
+from xlabench.files import write_atomically
+
+FORMAT = "xlabench-eval-checkpoint-1"
+
+
+class Checkpoint:
+    """The rows of one evaluation's finished graphs, persisted after every graph."""
+
+    def __init__(self, path: str | Path, run: dict[str, Any]) -> None:
+        self.path, self.run = Path(path), run
+        self.rows: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+        if self.path.exists():
+            self.rows = self._read()
+
+    def _read(self) -> dict[str, dict[str, Any]]:
+        try:
+            document = json.loads(self.path.read_text())
+            if document.get("format") != FORMAT:
+                raise ValueError
+            stored_run, rows = document["run"], document["rows"]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            raise UserInputError(f"{self.path}: not an xlabench eval checkpoint") from None
+        if stored_run != self.run:
+            keys = sorted(key for key in {*stored_run, *self.run} if stored_run.get(key) != self.run.get(key))
+            what = ", ".join(f"{key} {stored_run.get(key)!r} here {self.run.get(key)!r}" for key in keys)
+            raise UserInputError(
+                f"{self.path}: checkpoint of another run ({what}); give another file or remove this one"
+            )
+        return {row["name"]: row for row in rows}
+
+    def finished(self, name: str) -> dict[str, Any] | None:
+        """The stored row of graph `name`, or None if it has not finished."""
+        return self.rows.get(name)
+
+    def add(self, row: dict[str, Any]) -> None:
+        """Keep a finished graph's row (not a failed one) and rewrite the file whole."""
+        if "error" in row:
+            return
+        with self._lock:
+            self.rows[row["name"]] = row
+            document = {"format": FORMAT, "run": self.run, "rows": sorted(self.rows.values(), key=_name)}
+            write_atomically(self.path, json.dumps(document, indent=1).encode())
+
+
+def _name(row: dict[str, Any]) -> str:
+    return row["name"]
