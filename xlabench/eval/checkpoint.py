@@ -5,7 +5,9 @@ graph). `xlabench eval --checkpoint FILE` writes every finished graph's row to F
 temporary file, after each graph); run the same command again and the graphs already in FILE are
 taken from it instead of being searched again. FILE also records what the rows were measured with
 (strategy, its options, runtime settings, jaxlib): a checkpoint of another run is refused in one
-line rather than mixed into this one. Failed graphs are not kept, so a resumed run tries them again.
+line rather than mixed into this one. A graph is kept once its strategy has a result (R), errors found
+after that included (outputs that differ are a finding, not a hiccup); a graph that failed before is
+not kept, so a resumed run tries it again.
 """
 
 from __future__ import annotations
@@ -52,8 +54,8 @@ class Checkpoint:
         return self.rows.get(name)
 
     def add(self, row: dict[str, Any]) -> None:
-        """Keep a finished graph's row (not a failed one) and rewrite the file whole."""
-        if "error" in row:
+        """Keep a finished graph's row (one with a result) and rewrite the file whole."""
+        if row.get("R") is None:
             return
         with self._lock:
             self.rows[row["name"]] = row
