@@ -113,3 +113,17 @@ def test_a_checkpoint_of_another_run_or_not_a_checkpoint_is_refused_in_one_line(
     assert (
         capsys.readouterr().err.strip() == f"xlabench: error: {checkpoint}: not an xlabench eval checkpoint"
     )
+
+
+def test_a_graph_whose_outputs_differ_is_counted_and_named_in_the_report():
+    from xlabench.eval.evaluate import summarize
+    from xlabench.eval.report import markdown
+
+    row = {"name": "g", "family": "f", "I": 10, "D": 8, "R": 8, "vs_default": 1.0, "reduction_ratio": 1.0,
+           "runtime_ratio": None, "sequence": ["algsimp"], "calls": 3, "seconds": 1.0}  # fmt: skip
+    differing = {**row, "name": "h", "error": "outputs differ from XLA's default executable: output 0 ..."}
+    summary = summarize([row, differing])
+    assert (summary["failed"], summary["outputs_differ"]) == (0, 1)
+    table = markdown("t", [row, differing], summary)
+    assert "| h | 10 | 8 | 8 | 1.0000 | 1.000 | outputs differ | 3 | algsimp |" in table
+    assert table.rstrip().endswith("- h: outputs differ from XLA's default executable: output 0 ...")

@@ -254,6 +254,8 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         return {
             "graphs": len(selected),
             "failed": len(selected) - len(measured),
+            # Counted, but the sequence's executable computed something else than XLA's default.
+            "outputs_differ": sum("error" in row for row in measured),
             "geomean_vs_default": geomean([row["vs_default"] for row in measured]),
             "geomean_reduction_ratio": geomean(reductions),
             "geomean_runtime_ratio": geomean(runtimes),

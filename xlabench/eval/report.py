@@ -35,11 +35,15 @@ def markdown(title: str, rows: list[dict[str, Any]], summary: dict[str, Any]) ->
             lines.append(f"| {row['name']} | failed: {row.get('error', '')} |||||||")
             continue
         sequence = " ".join(row["sequence"])
+        runtime = "outputs differ" if "error" in row else _figure(row["runtime_ratio"], 3)
         lines.append(
             f"| {row['name']} | {row['I']} | {row['D']} | {row['R']} | {row['vs_default']:.4f} | "
-            f"{_figure(row['reduction_ratio'], 3)} | {_figure(row['runtime_ratio'], 3)} | {row['calls']} | "
-            f"{sequence} |"
+            f"{_figure(row['reduction_ratio'], 3)} | {runtime} | {row['calls']} | {sequence} |"
         )
+    differ = [row for row in rows if "error" in row and row.get("vs_default") is not None]
+    if differ:
+        lines += ["", "Outputs that differ from XLA's default executable (same inputs, dtype tolerance):", ""]
+        lines += [f"- {row['name']}: {row['error']}" for row in differ]
     return "\n".join(lines) + "\n"
 
 
