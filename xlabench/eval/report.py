@@ -53,6 +53,7 @@ def plot(title: str, rows: list[dict[str, Any]]) -> bytes:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
     measured = sorted(
         (row for row in rows if row.get("vs_default") is not None), key=lambda r: (r["family"], r["name"])
@@ -70,9 +71,9 @@ def plot(title: str, rows: list[dict[str, Any]]) -> bytes:
     axes.set_ylabel("vs_default = D / R  (above 1: fewer ops than XLA)")
     axes.set_title(title)
     axes.set_xticks([])
-    for family in families:
-        axes.bar([], [], color=colours[family], label=family)
-    axes.legend(fontsize="small", ncol=min(5, len(families)) or 1)
+    # Legend entries as patches: an empty bar container draws its legend swatch in the default colour.
+    handles = [Patch(color=colours[family], label=family) for family in families]
+    axes.legend(handles=handles, fontsize="small", ncol=min(5, len(families)) or 1)
     buffer = io.BytesIO()
     figure.tight_layout()
     figure.savefig(buffer, format="png", dpi=120)
