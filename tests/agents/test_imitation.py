@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from xlabench.agents.imitation import aggregate, behaviour_cloning, demonstrations, expert_action
+from xlabench.agents.imitation import (
+    aggregate,
+    behaviour_cloning,
+    demonstrations,
+    expert_action,
+    improve_order,
+)
 from xlabench.agents.train import ACTIVATION, ENVIRONMENT, NET_ARCH, build_model, make_environment
 from xlabench.graphs import resolve_graphs
 from xlabench.policies.artifact import Artifact
 from xlabench.policies.policy import Policy, rollout
-from xlabench.xla import default_driver
-from xlabench.xla.replay import replay_default_pipeline
+from xlabench.xla import HloModule, default_driver
 
 NORMALIZER = "batched_gather_scatter_normalizer"
 
@@ -21,12 +28,16 @@ def test_a_cloned_policy_replays_xlas_effective_order_and_count(small_graph, tmp
     data = demonstrations(small_graph, ENVIRONMENT, driver, workers=1)
     graph = resolve_graphs(small_graph)[0]
     module = driver.load(graph.hlo_text(), graph.name)
-    effective = [key.split("@")[0] for key in replay_default_pipeline(driver, module).effective]
     actions = driver.catalogue.action_passes()
     demonstrated = [actions[a] for a in data.actions[:-1]]
-    # gather_simplifier needs the normalizer first, even where the normalizer changed nothing.
-    assert demonstrated == [name for name in demonstrated if name in effective or name == NORMALIZER]
-    assert [name for name in demonstrated if name != NORMALIZER] == effective
+    # XLA's order of changes, in order (the normalizer may come first where it changed nothing),
+    # minus what changes nothing between xlabench's passes: every other demonstrated pass changes it.
+    xla_order = iter(name for _, name in driver.default_pipeline_changes(module))
+    assert all(name in xla_order for name in demonstrated if name != NORMALIZER)
+    steps = driver.apply_passes(module, demonstrated)
+    before = [module, *(step.module for step in steps)]
+    for name, was, step in zip(demonstrated, before[:-1], steps, strict=True):
+        assert name == NORMALIZER or step.module.fingerprint != was.fingerprint, name
     assert data.actions[-1] == len(actions)  # stop
     assert data.masks[range(len(data)), data.actions].all()
 
@@ -68,3 +79,16 @@ def test_dagger_labels_the_states_a_policy_visits(small_graph):
     behaviour_cloning(model.policy, grown, epochs=300, learning_rate=3e-3, batch_size=8, seed=0)
     _, figures = aggregate(model.policy, data, small_graph, ENVIRONMENT, driver, workers=1)
     assert figures["agreement"] == 1.0
+
+
+def test_improving_an_order_keeps_only_edits_that_lower_the_count():
+    driver = default_driver()
+    # log(exp(y)), negate(negate(y)) and a duplicated multiply: algsimp, then cse, is better.
+    module = driver.load(HloModule.from_file(Path(__file__).parents[1] / "xla/data/redundant.hlo").text)
+    start = driver.fair_op_count(driver.apply_pass(module, "algsimp"), ["algsimp"])
+    order, count = improve_order(driver, module, ["algsimp"], ["algsimp", "cse"], budget=20, max_length=5)
+    assert order == ["algsimp", "cse"] and count < start
+    # Dropping either pass, or appending one more, would not lower the count: that is where it stops.
+    assert improve_order(driver, module, order, ["algsimp", "cse"], budget=20, max_length=5) == (order, count)
+    # No budget for even one count: the order stands.
+    assert improve_order(driver, module, ["algsimp"], ["cse"], budget=0, max_length=5)[0] == ["algsimp"]

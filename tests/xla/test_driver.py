@@ -249,3 +249,28 @@ def test_a_changed_catalogue_table_or_canonical_form_misses_the_cache(
     monkeypatch.setattr(driver, "NORMALIZATION_VERSION", driver.NORMALIZATION_VERSION + 1)
     fresh_driver.apply_pass(redundant_module, "algsimp")
     assert len(fresh_driver.cache) == 4
+
+
+def test_a_pass_result_comes_with_its_features(fresh_driver, redundant_module):
+    after = fresh_driver.apply_pass(redundant_module, "algsimp")
+    calls = dict(fresh_driver.calls)
+    assert fresh_driver.features(after).op_count == 5
+    assert fresh_driver.calls == calls  # no second compiler call for the features
+    # Also when the transition comes from the cache, in another driver.
+    other = PassDriver(pool=fresh_driver.pool, cache=fresh_driver.cache)
+    assert other.features(other.apply_pass(redundant_module, "algsimp")).op_count == 5
+    assert other.calls == {"xla": 0, "cached": 1}
+
+
+def test_xlas_changes_in_one_compile_played_as_passes_land_on_xlas_count(fresh_driver, mixed_module):
+    changes = fresh_driver.default_pipeline_changes(mixed_module)
+    names = [name for _, name in changes]
+    assert names and all(name in fresh_driver.catalogue.passes for name in names)
+    assert names.index("call-inliner") < names.index("algsimp")
+    module = mixed_module
+    stop = fresh_driver.catalogue.passes["copy-insertion"].position
+    for name in names:
+        if fresh_driver.catalogue.passes[name].position < stop:  # the rest cannot run alone
+            module = fresh_driver.apply_pass(module, name)
+    default = fresh_driver.features(fresh_driver.run_default_pipeline(mixed_module)).op_count
+    assert fresh_driver.fair_op_count(module, names) == default

@@ -2,8 +2,9 @@
 
 A rollout is one greedy episode in the pass-ordering environment: at each step the policy's most
 likely action among those the environment's mask allows, until it stops or reaches the step cap.
-The module is counted once, at the end (`count_every_step=False`): a step costs one pass
-application and the observation's features; no search, no lookahead.
+The module is counted once, at the end (`count_every_step=False`): a step costs one compiler call,
+the pass application (its answer carries the features the next observation needs); no search, no
+lookahead.
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ def load_policy(reference: str, driver: PassDriver, root: Path | None = None) ->
 
 
 def rollout(policy: Policy, driver: PassDriver, graph: Graph) -> SearchResult:
-    """One greedy episode of `policy` on `graph`; calls = 2 per step (pass, features) + 1 count."""
+    """One greedy episode of `policy` on `graph`; calls = one per step (the pass) + 1 count."""
     from xlabench.env import PassOrderingEnv
 
     env = PassOrderingEnv(
@@ -106,7 +107,7 @@ def rollout(policy: Policy, driver: PassDriver, graph: Graph) -> SearchResult:
         strategy=policy.label,
         sequence=env.sequence,
         op_count=int(info["op_count"]),
-        calls=2 * steps + 1,
+        calls=steps + 1,
         seconds=time.perf_counter() - started,
         applied=env.sequence,
         module=env.module,

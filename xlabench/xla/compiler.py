@@ -17,12 +17,14 @@ flatten the call graph, the compile still fails before any code generation.
 from __future__ import annotations
 
 import collections
+import contextlib
 import glob
 import os
 import re
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -159,10 +161,12 @@ def _compile(text: str, overrides: dict[str, Any]) -> Any:
         raise CompilerFailure(_first_line(error)) from None
 
 
-def _compile_to_stop(text: str, overrides: dict[str, Any], dump_regex: str) -> dict[str, bytes]:
-    """Compile with the stop marker and dumps on; return {dump file suffix: HloProto bytes}.
+@contextlib.contextmanager
+def _dumps_until_stop(text: str, overrides: dict[str, Any], dump_regex: str) -> Iterator[dict[str, str]]:
+    """Compile with the stop marker and dumps on; yield {dump file suffix: path of its HloProto}.
 
     The suffix is what follows the module prefix, e.g. "0003.simplification.after_algsimp.before_dce".
+    The files are removed when the context ends.
     """
     dump_dir = _scratch_dir()
     try:
@@ -182,18 +186,53 @@ def _compile_to_stop(text: str, overrides: dict[str, Any], dump_regex: str) -> d
                 raise
         else:
             raise CompilerFailure("compile was not stopped by the stop marker")
-        dumps: dict[str, bytes] = {}
+        dumps: dict[str, str] = {}
         for path in glob.glob(os.path.join(dump_dir, "*.pb")):
             # module_0001.jit_f.0003.pipeline.after_x.before_y.hlo.pb -> 0003.pipeline.after_x.before_y
             stem = os.path.basename(path).removesuffix(".pb").removesuffix(".hlo")
             # The module name may itself hold dots: cut at the first field that is a step number.
             match = re.search(r"\.(\d{4}\..*|before_optimizations)$", stem)
-            suffix = match.group(1) if match else stem
-            with open(path, "rb") as handle:
-                dumps[suffix] = handle.read()
-        return dumps
+            dumps[match.group(1) if match else stem] = path
+        yield dumps
     finally:
         shutil.rmtree(dump_dir, ignore_errors=True)
+
+
+def _compile_to_stop(text: str, overrides: dict[str, Any], dump_regex: str) -> dict[str, bytes]:
+    """Compile with the stop marker and dumps on; return {dump file suffix: HloProto bytes}."""
+    with _dumps_until_stop(text, overrides, dump_regex) as dumps:
+        return {suffix: _read_bytes(path) for suffix, path in dumps.items()}
+
+
+def _read_bytes(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def pipeline_changes(text: str, point_pass: str) -> dict[str, Any]:
+    """Run the whole default CPU pipeline once, up to `point_pass`; list the passes that changed the module.
+
+    Every pass is dumped; a run whose module differs from the one before it changed something.
+    The answer is {"changes": [[pipeline, pass], ...]} in the order XLA ran them (a pass in a
+    fixed-point pipeline once per round in which it changed the module): XLA's own order, with
+    its no-ops left out, from one compile instead of one compile per pass.
+    """
+    started = time.perf_counter()
+    changes: list[list[str]] = []
+    with _dumps_until_stop(text, {}, dump_regex=".*") as dumps:
+        previous = _hlo_module_field(_read_bytes(dumps["before_optimizations"]))
+        for suffix in sorted((s for s in dumps if s[:4].isdigit()), key=_dump_step):
+            pipeline, _, passes = suffix[5:].partition(".after_")
+            pass_name = passes.split(".before_", 1)[0]
+            if pass_name == point_pass:
+                break
+            current = _hlo_module_field(_read_bytes(dumps[suffix]))
+            if current != previous and pass_name != "pipeline-start":
+                changes.append([pipeline, pass_name])  # the pipeline as dumped: spaces are underscores
+            previous = current
+        else:
+            raise CompilerFailure(f"pipeline did not reach {point_pass}")
+    return {"changes": changes, "seconds": time.perf_counter() - started}
 
 
 def _read_varint(data: bytes, position: int) -> tuple[int, int]:
@@ -300,7 +339,7 @@ def run_pass(
     given = dumps.get("before_optimizations")
     if given is not None and _hlo_module_field(given) == _hlo_module_field(dumps[chosen]):
         return {"unchanged": True, "seconds": time.perf_counter() - started}
-    result = describe(_dump_text(dumps[chosen]))
+    result = _describe_with_features(_dump_text(dumps[chosen]))
     result["seconds"] = time.perf_counter() - started
     return result
 
@@ -322,8 +361,15 @@ def run_pipeline_to_point(
     point = next((i for i, s in enumerate(ordered) if f".after_{point_pass}." in s), None)
     if point is None or point == 0:
         raise CompilerFailure(f"pipeline did not reach {point_pass}")
-    result = describe(_dump_text(dumps[ordered[point - 1]]))
+    result = _describe_with_features(_dump_text(dumps[ordered[point - 1]]))
     result["seconds"] = time.perf_counter() - started
+    return result
+
+
+def _describe_with_features(text: str) -> dict[str, Any]:
+    """`describe`, plus the canonical module's `features`: the next thing every caller asks for."""
+    result = describe(text)
+    result["features"] = features(result["text"])
     return result
 
 

@@ -178,6 +178,16 @@ class PassDriver:
         """The module after XLA's default CPU pipeline, taken just before layout assignment."""
         return self._run_to_counting_point(module, DEFAULT_PIPELINE_KEY, disabled=[])
 
+    def default_pipeline_changes(self, module: HloModule) -> list[tuple[str, str]]:
+        """(pipeline, pass) of each run of XLA's default pipeline that changed the module, in order.
+
+        One compile up to the counting point with every pass dumped: XLA's own order minus its
+        no-ops, for ~1/40 of the compiles of a replay (`xlabench.xla.replay`) -- but on XLA's
+        in-memory module, not through xlabench's canonical form between passes.
+        """
+        answer = self.call_compiler("pipeline_changes", None, module, point_pass=COUNTING_POINT_PASS)
+        return [(pipeline, pass_name) for pipeline, pass_name in answer["changes"]]
+
     def run_required_passes(self, module: HloModule, applied: Iterable[str] = ()) -> HloModule:
         """The module after only the required passes, taken at the same point as the default.
 
@@ -230,6 +240,9 @@ class PassDriver:
             return result
 
         record = self._cached_or_run(module, self.cache_key(key, function, arguments), run)
+        if "features" in record:  # answered with the result: no second call for them
+            with self._lock:
+                self._features.setdefault(record["fingerprint"], Features.from_dict(record["features"]))
         return HloModule(
             record["text"],
             record["name"],
@@ -253,7 +266,7 @@ class PassDriver:
             if self.cache is not None and error.deterministic:  # hangs and kills may be load
                 self.cache.put(self.jaxlib_version, module.fingerprint, key, {"error": error.to_dict()})
             raise
-        record = {k: record[k] for k in ("text", "name", "fingerprint", "seconds") if k in record}
+        record = {k: record[k] for k in ("text", "name", "fingerprint", "seconds", "features") if k in record}
         if self.cache is not None:
             self.cache.put(self.jaxlib_version, module.fingerprint, key, record)
         return record
