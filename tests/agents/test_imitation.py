@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from xlabench.agents.imitation import (
@@ -15,6 +16,7 @@ from xlabench.agents.imitation import (
     improve_order,
 )
 from xlabench.agents.train import ACTIVATION, ENVIRONMENT, NET_ARCH, build_model, make_environment
+from xlabench.agents.train import GAMMA as ENVIRONMENT_GAMMA
 from xlabench.graphs import resolve_graphs
 from xlabench.policies.artifact import Artifact
 from xlabench.policies.policy import Policy, rollout
@@ -39,11 +41,16 @@ def test_a_cloned_policy_replays_xlas_effective_order_and_count(small_graph, tmp
     for name, was, step in zip(demonstrated, before[:-1], steps, strict=True):
         assert name == NORMALIZER or step.module.fingerprint != was.fingerprint, name
     assert data.actions[-1] == len(actions)  # stop
+    # The value function's targets: the episode's return, (R0 - D) / R0, discounted back to each state.
+    unoptimized = driver.fair_op_count(module)
+    default = driver.features(driver.run_default_pipeline(module)).op_count
+    assert data.returns[-1] == pytest.approx((unoptimized - default) / unoptimized)
+    assert data.returns[0] == pytest.approx(data.returns[-1] * ENVIRONMENT_GAMMA ** (len(data) - 1))
     assert data.masks[range(len(data)), data.actions].all()
 
     model = build_model("ppo", DummyVecEnv([make_environment(small_graph, "ppo", 0, 0)]), 0, None)
     figures = behaviour_cloning(model.policy, data, epochs=300, learning_rate=3e-3, batch_size=8, seed=0)
-    assert figures["accuracy"] == 1.0
+    assert figures["accuracy"] == 1.0 and figures["value_loss"] < 1e-3
 
     network = {"net_arch": NET_ARCH, "activation": ACTIVATION}
     metadata = {"name": "cloned", "version": "-", "actions": actions, "algorithm": "ppo",
@@ -51,7 +58,7 @@ def test_a_cloned_policy_replays_xlas_effective_order_and_count(small_graph, tmp
     policy = Policy(Artifact(tmp_path, metadata, model.policy.state_dict()))
     found = rollout(policy, driver, graph)
     assert found.sequence == demonstrated
-    assert found.op_count == driver.features(driver.run_default_pipeline(module)).op_count
+    assert found.op_count == default
 
 
 def test_the_expert_resumes_xlas_order_after_a_wrong_step():

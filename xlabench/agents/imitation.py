@@ -27,12 +27,14 @@ from xlabench.xla import HloModule, PassDriver
 
 @dataclass
 class Demonstrations:
-    """Observations (a dict of stacked arrays), action masks and the expert's actions."""
+    """Observations (a dict of stacked arrays), action masks, the expert's actions, and returns."""
 
     observations: dict[str, np.ndarray]
     masks: np.ndarray
     actions: np.ndarray
     graphs: int
+    # The discounted return from each state of the episode it was seen in: the value function's target.
+    returns: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
     # Per graph, the expert's order: XLA's effective passes as action names (what `expert_action` follows).
     orders: dict[str, list[str]] = field(default_factory=dict)
     # Per graph, R of XLA's order and of the order after `improve_order` (when it ran).
@@ -51,6 +53,7 @@ class Demonstrations:
             np.concatenate([self.masks, more.masks]),
             np.concatenate([self.actions, more.actions]),
             self.graphs,
+            np.concatenate([self.returns, more.returns]),
             self.orders,
             self.counts,
         )
@@ -182,6 +185,7 @@ def demonstrations(
     workers: int = 2,
     per_family: int | None = None,
     improve_budget: int = 0,
+    gamma: float = 0.99,
 ) -> Demonstrations:
     """Play XLA's effective order on the graphs of the SPEC; record what a policy would see.
 
@@ -193,7 +197,7 @@ def demonstrations(
     orders: dict[str, list[str]] = {}
     counts: dict[str, tuple[int, int]] = {}
 
-    def play(graph_name: str) -> list[Step]:
+    def play(graph_name: str) -> tuple[list[Step], float]:
         env = _environment(selected, environment, driver)
         env.reset(seed=0, options={"graph": graph_name})
         order = expert_order(driver, env)
@@ -209,7 +213,7 @@ def demonstrations(
         observation, _ = env.reset(seed=0, options={"graph": graph_name})
         return _play(env, observation, order, act=None)
 
-    data = _collect(play, selected, workers, orders, "warm start: demonstrations")
+    data = _collect(play, selected, workers, orders, "warm start: demonstrations", gamma)
     data.counts = counts
     return data
 
@@ -222,6 +226,7 @@ def aggregate(
     driver: PassDriver,
     workers: int = 2,
     per_family: int | None = None,
+    gamma: float = 0.99,
 ) -> tuple[Demonstrations, dict[str, float]]:
     """One DAgger round: roll the policy out, label every state it visits with `expert_action`.
 
@@ -240,13 +245,13 @@ def aggregate(
 
     agreed = [0, 0]
 
-    def play(graph_name: str) -> list[Step]:
+    def play(graph_name: str) -> tuple[list[Step], float]:
         env = _environment(selected, environment, driver)
         observation, _ = env.reset(seed=0, options={"graph": graph_name})
         return _play(env, observation, data.orders[graph_name], act=act, agreed=agreed)
 
     policy.set_training_mode(False)
-    added = _collect(play, selected, workers, data.orders, "warm start: DAgger round")
+    added = _collect(play, selected, workers, data.orders, "warm start: DAgger round", gamma)
     return data.extend(added), {"visited": len(added), "agreement": agreed[0] / max(1, agreed[1])}
 
 
@@ -270,8 +275,11 @@ def _environment(graphs: list[Any], environment: dict[str, Any], driver: PassDri
 
 def _play(
     env: Any, observation: dict[str, np.ndarray], order: list[str], act: Any, agreed: list[int] | None = None
-) -> list[Step]:
-    """Label each state with the expert's action; move by `act` (the policy), or by the expert's."""
+) -> tuple[list[Step], float]:
+    """Label each state with the expert's action; move by `act` (the policy), or by the expert's.
+
+    Returns the labelled states and the episode's reward: it all comes at the end (the count).
+    """
     steps: list[Step] = []
     while True:
         mask = env.action_masks()
@@ -281,39 +289,39 @@ def _play(
         if agreed is not None:
             agreed[0] += int(chosen == expert)
             agreed[1] += 1
-        if chosen == env.stop_action:
-            return steps
-        observation, _, _, truncated, _ = env.step(chosen)
-        if truncated:
-            return steps
+        observation, reward, terminated, truncated, _ = env.step(chosen)
+        if terminated or truncated:
+            return steps, float(reward)
 
 
 def _collect(
-    play: Any, selected: list[Any], workers: int, orders: dict[str, list[str]], label: str
+    play: Any, selected: list[Any], workers: int, orders: dict[str, list[str]], label: str, gamma: float
 ) -> Demonstrations:
     from tqdm import tqdm
 
     names = [graph.name for graph in selected]
+    steps: list[Step] = []
+    returns: list[float] = []
     with ThreadPoolExecutor(max_workers=max(1, workers)) as executor:
-        played = executor.map(play, names)
-        steps = [step for steps in tqdm(played, desc=label, total=len(names), unit="graph") for step in steps]
-    return Demonstrations(**vars(_stack(steps)) | {"graphs": len(names), "orders": orders})
-
-
-def _stack(steps: list[Step]) -> Demonstrations:
-    keys = steps[0][0].keys()
+        for episode, reward in tqdm(executor.map(play, names), desc=label, total=len(names), unit="graph"):
+            steps += episode
+            # The only reward comes with the last step: from step t it is discounted T-1-t times.
+            returns += [gamma ** (len(episode) - 1 - t) * reward for t in range(len(episode))]
     return Demonstrations(
-        observations={key: np.stack([step[0][key] for step in steps]) for key in keys},
+        observations={key: np.stack([step[0][key] for step in steps]) for key in steps[0][0]},
         masks=np.stack([step[1] for step in steps]),
         actions=np.array([step[2] for step in steps]),
-        graphs=0,
+        graphs=len(names),
+        returns=np.array(returns, dtype=np.float32),
+        orders=orders,
     )
 
 
 def behaviour_cloning(
     policy: Any, data: Demonstrations, epochs: int, learning_rate: float, batch_size: int, seed: int
 ) -> dict[str, float]:
-    """Fit an actor-critic policy's masked action distribution to the demonstrations."""
+    """Fit an actor-critic policy's masked action distribution to the demonstrations, and its value
+    function to their returns (so reinforcement learning starts from a critic that fits the actor)."""
     import torch
 
     generator = np.random.default_rng(seed)
@@ -321,8 +329,9 @@ def behaviour_cloning(
     observations = {key: torch.as_tensor(value) for key, value in data.observations.items()}
     masks = torch.as_tensor(data.masks)
     actions = torch.as_tensor(data.actions)
+    returns = torch.as_tensor(data.returns)
     policy.set_training_mode(True)
-    loss = torch.tensor(0.0)
+    loss = value_loss = torch.tensor(0.0)
     for _ in range(epochs):
         order = generator.permutation(len(data))
         for start in range(0, len(order), batch_size):
@@ -330,8 +339,10 @@ def behaviour_cloning(
             logits = _logits(policy, {key: value[batch] for key, value in observations.items()})
             logits = logits.masked_fill(~masks[batch], -1e8)
             loss = torch.nn.functional.cross_entropy(logits, actions[batch])
+            values = policy.predict_values({key: value[batch] for key, value in observations.items()})
+            value_loss = torch.nn.functional.mse_loss(values.flatten(), returns[batch])
             optimizer.zero_grad()
-            loss.backward()
+            (loss + value_loss).backward()
             optimizer.step()
     policy.set_training_mode(False)
     with torch.no_grad():
@@ -341,6 +352,7 @@ def behaviour_cloning(
         "demonstrations": len(data),
         "graphs": data.graphs,
         "loss": float(loss.detach()),
+        "value_loss": float(value_loss.detach()),
         "accuracy": accuracy,
     }
 

@@ -362,14 +362,20 @@ def _warm_start(model: Any, graphs: str, seed: int, workers: int) -> dict[str, A
     try:
         driver = PassDriver(pool=pool)
         data = demonstrations(
-            graphs, ENVIRONMENT, driver, workers, WARM_START["per_family"], WARM_START["improve_budget"]
+            graphs,
+            ENVIRONMENT,
+            driver,
+            workers,
+            WARM_START["per_family"],
+            WARM_START["improve_budget"],
+            GAMMA,
         )
         improved = {name: pair for name, pair in data.counts.items() if pair[1] < pair[0]}
         figures = behaviour_cloning(model.policy, data, seed=seed, **cloning)
         rounds = []
         for round_ in range(WARM_START["dagger_rounds"]):
             data, visited = aggregate(
-                model.policy, data, graphs, ENVIRONMENT, driver, workers, WARM_START["per_family"]
+                model.policy, data, graphs, ENVIRONMENT, driver, workers, WARM_START["per_family"], GAMMA
             )
             figures = behaviour_cloning(model.policy, data, seed=seed + round_ + 1, **cloning)
             rounds.append({**visited, "accuracy": figures["accuracy"]})
