@@ -15,8 +15,7 @@ from xlabench.agents.imitation import (
     expert_action,
     improve_order,
 )
-from xlabench.agents.train import ACTIVATION, ENVIRONMENT, NET_ARCH, build_model, make_environment
-from xlabench.agents.train import GAMMA as ENVIRONMENT_GAMMA
+from xlabench.agents.train import ACTIVATION, ENVIRONMENT, GAMMA, NET_ARCH, build_model, make_environment
 from xlabench.graphs import resolve_graphs
 from xlabench.policies.artifact import Artifact
 from xlabench.policies.policy import Policy, rollout
@@ -45,7 +44,7 @@ def test_a_cloned_policy_replays_xlas_effective_order_and_count(small_graph, tmp
     unoptimized = driver.fair_op_count(module)
     default = driver.features(driver.run_default_pipeline(module)).op_count
     assert data.returns[-1] == pytest.approx((unoptimized - default) / unoptimized)
-    assert data.returns[0] == pytest.approx(data.returns[-1] * ENVIRONMENT_GAMMA ** (len(data) - 1))
+    assert data.returns[0] == pytest.approx(data.returns[-1] * GAMMA ** (len(data) - 1))
     assert data.masks[range(len(data)), data.actions].all()
 
     model = build_model("ppo", DummyVecEnv([make_environment(small_graph, "ppo", 0, 0)]), 0, None)

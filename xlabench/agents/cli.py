@@ -28,8 +28,8 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--warm-start",
-        choices=("replay", "none"),
-        default="replay",
+        choices=("xla-order", "none"),
+        default="xla-order",
         help="first imitate XLA's own order on the training graphs (default) or start from scratch",
     )
     parser.add_argument(
@@ -55,7 +55,7 @@ def run_retrain(args: argparse.Namespace) -> int:
     eval_specs = [spec for spec in args.eval_graphs.split(",") if spec]
     eval_graphs = {spec: resolve_graphs(spec) for spec in eval_specs}  # bad SPECs fail before training
     resolve_graphs(args.graphs)
-    warm_start = args.warm_start == "replay" and args.algo != "dqn"
+    warm_start = args.warm_start == "xla-order" and args.algo != "dqn"
     run = train(
         args.algo, args.graphs, args.steps, args.seed, args.workers, args.logdir, True, args.ray, warm_start
     )
