@@ -306,6 +306,12 @@ def train(
                     callback.close()
         returns, lengths = vector.get_attr("episode_returns"), vector.get_attr("episode_lengths")
         episodes = int(sum(len(buffer) for buffer in returns))
+    except KeyboardInterrupt:
+        # Ctrl-C can land between the environments' answers to one step (`step_wait`): close()
+        # would wait for answers already read, forever. They finish their step, then read "close".
+        if isinstance(vector, SubprocVecEnv):
+            vector.waiting = False
+        raise
     finally:
         vector.close()
     return TrainingRun(
