@@ -41,19 +41,6 @@ def test_returns_telescope_to_the_fair_improvement_and_replay_matches_xla(small_
     assert terminated and reward == 0.0 and info["pass"] == "stop"
 
 
-def test_the_observation_shows_the_last_pass_and_what_it_changed(small_env):
-    observation, _ = small_env.reset(seed=0, options={"graph": SMALL_GRAPH})
-    assert not observation["last_action"].any() and not observation["histogram_change"].any()
-    before = observation["histogram"]
-    inliner = small_env.actions.index("call-inliner")
-    observation, *_ = small_env.step(inliner)
-    assert observation["last_action"].argmax() == inliner and observation["last_action"].sum() == 1
-    assert np.allclose(observation["histogram_change"], observation["histogram"] - before, atol=1e-6)
-    assert observation["histogram_change"].any()  # inlining removed the calls
-    observation, *_ = small_env.step(inliner)  # nothing left to inline: no change
-    assert not observation["histogram_change"].any()
-
-
 @pytest.mark.parametrize("end", ["stop", "step cap"])
 def test_counting_only_at_the_end_gives_the_same_return(end):
     passes = ["call-inliner", "algsimp", "cse", "dce"]

@@ -58,11 +58,6 @@ def observation_space(action_count: int) -> spaces.Dict:
             "cost": spaces.Box(0.0, np.inf, (len(COST_FIELDS),), np.float32),
             # How often each action was applied in this episode, relative to the episode cap.
             "action_counts": spaces.Box(0.0, 1.0, (action_count,), np.float32),
-            # The last pass applied (one-hot; zero at the start) and what it changed: the opcode
-            # shares now minus before it. Whether a pass left work for the next one (an expander
-            # feeding algsimp, reshape-mover not yet done) shows in the change, not in the counts.
-            "last_action": spaces.Box(0.0, 1.0, (action_count,), np.float32),
-            "histogram_change": spaces.Box(-1.0, 1.0, (len(OPCODES) + 1,), np.float32),
         }
     )
 
@@ -129,8 +124,6 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         self._steps = 0
         self._action_counts = np.zeros(len(self.actions), dtype=np.int64)
         self._sequence: list[str] = []
-        self._last_action: int | None = None
-        self._previous_histogram: np.ndarray | None = None  # opcode shares before the last pass
 
     # -- gymnasium protocol -----------------------------------------------------------------------
 
@@ -150,8 +143,6 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         self._steps = 0
         self._action_counts[:] = 0
         self._sequence = []
-        self._last_action = None
-        self._previous_histogram = None
         return self._observation(), self._info(pass_name=None, seconds=0.0, error=None)
 
     def step(self, action: int) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
@@ -177,8 +168,6 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
             error = failure
         self._steps += 1
         self._action_counts[action] += 1
-        self._last_action = action
-        self._previous_histogram = self._histogram_shares(before)
         truncated = self._steps >= self.max_steps
         if error is not None:
             self._useless.add((before.fingerprint, action))
@@ -275,29 +264,17 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         features = self.driver.features(self._module)
         histogram = features.histogram_vector()
         total = histogram.sum()
-        shares = self._histogram_shares(self._module)
-        change = shares - (shares if self._previous_histogram is None else self._previous_histogram)
-        last_action = np.zeros(len(self.actions), dtype=np.float32)
-        if self._last_action is not None:
-            last_action[self._last_action] = 1.0
         element_types = features.element_type_vector()
         raw_cost = self._start.cost
         cost = np.divide(_cost_vector(features), raw_cost, out=np.ones(len(COST_FIELDS)), where=raw_cost > 0)
         return {
-            "histogram": shares.astype(np.float32),
+            "histogram": (histogram / total if total else histogram).astype(np.float32),
             "element_types": (element_types / total if total else element_types).astype(np.float32),
             "op_count": np.array([features.op_count / self._start.initial_op_count], dtype=np.float32),
             "step_fraction": np.array([self._steps / self.max_steps], dtype=np.float32),
             "cost": cost.astype(np.float32),
             "action_counts": (self._action_counts / self.max_steps).clip(0, 1).astype(np.float32),
-            "last_action": last_action,
-            "histogram_change": change.astype(np.float32),
         }
-
-    def _histogram_shares(self, module: HloModule) -> np.ndarray:
-        histogram = self.driver.features(module).histogram_vector().astype(np.float64)
-        total = histogram.sum()
-        return histogram / total if total else histogram
 
     def _info(self, pass_name: str | None, seconds: float, error: CompilerError | None) -> dict[str, Any]:
         assert self._start is not None
