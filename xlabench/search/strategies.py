@@ -81,7 +81,7 @@ def _expand(driver: PassDriver, state: _State, pass_name: str, budget: _Budget) 
     try:
         module = driver.apply_pass(state.module, pass_name)
         unchanged = module.fingerprint == state.module.fingerprint
-        if (unchanged and pass_name not in catalogue.requirements()) or not budget.spend(1):
+        if not catalogue.worth_taking(pass_name, not unchanged) or not budget.spend(1):
             return None  # most passes do nothing to a given module: not taken, and not counted
         sequence = (*state.sequence, pass_name)
         return _State(module, sequence, driver.fair_op_count(module, sequence))

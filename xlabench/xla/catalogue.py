@@ -139,6 +139,10 @@ class PassCatalogue:
         applied = {key.split("@", 1)[0] for key in sequence}
         return None if info.requires in applied else info.requires
 
+    def worth_taking(self, pass_name: str, changed: bool) -> bool:
+        """Whether a sequence keeps a pass: it changed the module, or another pass requires it earlier."""
+        return changed or pass_name in self.requirements()
+
     def requirements(self) -> set[str]:
         """The passes some other pass requires earlier in a sequence."""
         return {info.requires for info in self.passes.values() if info.requires is not None}
