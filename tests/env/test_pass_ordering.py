@@ -123,6 +123,25 @@ def test_a_pass_is_masked_until_the_pass_it_requires_has_run():
     assert info["error"] is None and env.sequence == actions
 
 
+def test_a_fixed_point_variant_is_one_step_and_reports_its_runs_as_calls():
+    graph = "mlp_mixer-infer-l2-d64-p4-i16-b2-bf16"
+    prefix = ["dot_decomposer", "float-normalization-bf16", "algsimp:fixed-point"]
+    env = PassOrderingEnv(graphs=graph, actions=[*prefix, "reshape-mover:fixed-point"], max_steps=8)
+    env.reset(seed=0)
+    for action in range(len(prefix)):
+        *_, info = env.step(action)
+    before = env.module
+    *_, info = env.step(len(prefix))
+    fixed, runs = env.driver.apply_to_fixed_point(before, "reshape-mover")
+    assert info["calls"] == runs >= 3 and env.module.fingerprint == fixed.fingerprint
+    assert env.sequence[-1] == "reshape-mover:fixed-point"
+    # Its repeat changes nothing: masked, like any pass that left this module as it was.
+    env.step(len(prefix))
+    assert not env.action_masks()[len(prefix)]
+    *_, info = env.step(env.stop_action)
+    assert info["calls"] == 0
+
+
 def test_bad_arguments_are_one_clear_error(small_env):
     with pytest.raises(UserInputError, match="not one of"):
         small_env.reset(options={"graph": "no-such-graph"})

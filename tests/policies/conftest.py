@@ -35,7 +35,7 @@ def run_metadata(name: str, actions: list[str] | None = None) -> dict:
     from xlabench.policies.artifact import observation_spec
 
     driver = default_driver()
-    actions = actions or driver.catalogue.action_passes()
+    actions = actions or driver.catalogue.action_passes(ENVIRONMENT["action_set"])
     return {
         "name": name,
         "algorithm": "ppo",

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from tests.policies.conftest import SMALL_GRAPH, run_metadata
+from xlabench.agents.train import ENVIRONMENT
 from xlabench.cli import main
 from xlabench.env import PassOrderingEnv
 from xlabench.policies.artifact import PolicyError, resolve, save, versions
@@ -32,7 +33,7 @@ def test_a_loaded_policy_acts_as_the_model_it_was_saved_from(saved_policy, ppo_m
 def test_versions_minor_for_new_weights_major_for_new_spaces(saved_policy, ppo_model, policies_root):
     weights = ppo_model.policy.state_dict()
     assert save("tiny", weights, run_metadata("tiny"), "again", policies_root).name == "v1.1"
-    fewer = default_driver().catalogue.action_passes()[:-1]
+    fewer = default_driver().catalogue.action_passes(ENVIRONMENT["action_set"])[:-1]
     assert (
         save("tiny", weights, run_metadata("tiny", fewer), "a compiler change", policies_root).name == "v2.0"
     )
@@ -79,7 +80,8 @@ def test_a_truncated_file_is_refused(saved_policy, tmp_path, capsys):
 
 def test_a_policy_from_another_action_set_is_refused(policies_root, ppo_model, capsys):
     # What a policy trained before gather/scatter_simplifier became actions would carry: 72 actions.
-    actions = [a for a in default_driver().catalogue.action_passes() if not a.endswith("_simplifier")]
+    installed = default_driver().catalogue.action_passes(ENVIRONMENT["action_set"])
+    actions = [a for a in installed if "_simplifier" not in a]
     save("old", ppo_model.policy.state_dict(), run_metadata("old", actions), "old", policies_root)
     assert "its 72 actions are not the installed action set's 74" in _refusal(capsys, "old")
     with pytest.raises(PolicyError, match="gather_simplifier"):

@@ -129,3 +129,22 @@ def test_catalogue_is_cached_per_jaxlib_version_and_survives_a_damaged_cache(mon
     assert again.action_passes() == found.action_passes()
     with open(path) as handle:
         assert json.load(handle)["format"] == catalogue.CATALOGUE_FORMAT
+
+
+def test_fixed_point_action_set_takes_the_variant_of_every_pass_xla_iterates():
+    found = catalogue.load_catalogue()
+    single, fixed = found.action_passes(), found.action_passes("fixed-point")
+    assert len(fixed) == len(single)
+    # algsimp and reshape-mover first run in XLA's fixed-point `simplification` pipeline; cse does not.
+    assert "reshape-mover:fixed-point" in fixed and "reshape-mover" not in fixed
+    assert "algsimp:fixed-point" in fixed and "cse" in fixed
+    assert found.fixed_point_variant("cse") is None
+    assert found.get("algsimp:fixed-point") is found.passes["algsimp"]
+    assert found.action_for("reshape-mover", fixed) == "reshape-mover:fixed-point"
+    assert found.action_for("reshape-mover", single) == "reshape-mover"
+    # A variant keeps its pass's requirement and counts as its pass for the required-only pipeline.
+    normalizer = "batched_gather_scatter_normalizer"
+    assert found.unmet_requirement("gather_simplifier:fixed-point", []) == normalizer
+    assert found.disabled_for_required_only(["algsimp:fixed-point"]) == found.disabled_for_required_only(
+        ["algsimp"]
+    )

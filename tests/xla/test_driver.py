@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from xlabench.errors import CompilerError, UnknownPassError, UserInputError
+from xlabench.graphs import resolve_graphs
 from xlabench.xla import HloModule, PassDriver
 from xlabench.xla.cache import TransitionCache
 from xlabench.xla.pool import CompilerPool
@@ -44,6 +45,21 @@ def test_pass_output_is_accepted_again_in_any_order(fresh_driver, mixed_module):
         reloaded = fresh_driver.load(module.text)
         assert reloaded.fingerprint == module.fingerprint
     assert module.text.startswith("HloModule")
+
+
+def test_fixed_point_variant_runs_the_pass_until_it_changes_nothing(fresh_driver):
+    graph = resolve_graphs("mlp_mixer-infer-l2-d64-p4-i16-b2-bf16")[0]
+    module = fresh_driver.load(graph.hlo_text(), graph.name)
+    for pass_name in ("dot_decomposer", "float-normalization-bf16", "algsimp"):
+        module = fresh_driver.apply_pass(module, pass_name)
+    fixed, runs = fresh_driver.apply_to_fixed_point(module, "reshape-mover")
+    # This graph needs reshape-mover more than once (it moves one layer of reshapes a run).
+    once = fresh_driver.apply_pass(module, "reshape-mover")
+    assert runs >= 3 and fresh_driver.apply_pass(once, "reshape-mover").fingerprint != once.fingerprint
+    assert fresh_driver.apply_pass(fixed, "reshape-mover").fingerprint == fixed.fingerprint
+    assert fresh_driver.apply_pass(module, "reshape-mover:fixed-point").fingerprint == fixed.fingerprint
+    with pytest.raises(UnknownPassError, match="cse does not first run in a fixed-point pipeline"):
+        fresh_driver.apply_pass(module, "cse:fixed-point")
 
 
 def test_same_module_and_sequence_give_the_same_fingerprint(uncached_driver, mixed_module):

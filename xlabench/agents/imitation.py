@@ -68,21 +68,25 @@ def expert_order(driver: PassDriver, env: Any) -> list[str]:
     From one compile of XLA's default pipeline (`PassDriver.default_pipeline_changes`). Between
     xlabench's passes the module goes through the canonical form, where some of XLA's changes are
     no-ops (the call graph is already flat, ...): the order is played in `env` and what leaves the
-    module unchanged is left out, unless another pass requires it. `env` is left at the order's end.
+    module unchanged is left out, unless another pass requires it (so is a fixed-point variant's
+    repeat: its first application ran the pass to its fixed point). `env` is left at the order's end.
     """
     assert env.module is not None
+    catalogue = driver.catalogue
     order: list[str] = []
     for _, name in driver.default_pipeline_changes(env.module):
         # A pass whose requirement did nothing in XLA's run still needs it first.
-        required = driver.catalogue.unmet_requirement(name, order)
-        order += [n for n in (required, name) if n is not None and n in env.actions]
+        required = catalogue.unmet_requirement(name, order)
+        # With fixed-point variants as actions, XLA's run of a pass is its variant's.
+        actions = [catalogue.action_for(n, env.actions) for n in (required, name) if n is not None]
+        order += [action for action in actions if action is not None]
     effective: list[str] = []
     for name in order:
         if len(effective) == env.max_steps - 1:
             break
         before = env.module.fingerprint
         env.step(env.actions.index(name))
-        if driver.catalogue.worth_taking(name, env.module.fingerprint != before):
+        if catalogue.worth_taking(name, env.module.fingerprint != before):
             effective.append(name)
     return effective
 
@@ -116,11 +120,12 @@ def improve_order(
         for name in suffix:
             if spent >= budget:
                 return None
-            spent += 1
             try:
-                following = driver.apply_pass(current, name)
+                following, calls = driver.apply_action(current, name)
             except CompilerError:
+                spent += 1
                 return None
+            spent += calls
             if not catalogue.worth_taking(name, following.fingerprint != current.fingerprint):
                 return None
             current = following

@@ -17,8 +17,9 @@ compile to the counting point: `xlabench bench env` on the 931-op bf16 GPT-2 ste
 step of 2.27 s counted, 0.14 s not. A rollout needs no reward until its end, so evaluation runs this
 way, and training may, with shaping to make up the signal.
 
-`info` carries the graph, R (`op_count`), I, D, R0, the pass, its error, and `seconds`: the time XLA took
-to run the pass, as first measured (a cached transition keeps it, so a replayed episode reports the same
+`info` carries the graph, R (`op_count`), I, D, R0, the pass, its error, `calls` (pass applications the
+step made: 1, a fixed-point variant's runs, 0 to stop) and `seconds`: the time XLA took to run the pass, as
+first measured (a cached transition keeps it, so a replayed episode reports the same
 figures; 0 for a failed pass).
 """
 
@@ -153,14 +154,16 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         if not self.action_space.contains(action):
             raise UserInputError(f"action {action} is outside {self.action_space}")
         if action == self.stop_action:
-            return self._observation(), self._count_reward(), True, False, self._info("stop", 0.0, None)
+            reward = self._count_reward()  # before `info`, which reports the count
+            return self._observation(), reward, True, False, {**self._info("stop", 0.0, None), "calls": 0}
 
         pass_name = self.actions[action]
         before = self._module
         error: CompilerError | None = None
         seconds = 0.0
+        runs = 1
         try:
-            after = self.driver.apply_pass(before, pass_name)
+            after, runs = self.driver.apply_action(before, pass_name)
             seconds = after.compile_seconds or 0.0
             if self.count_every_step:
                 self.driver.fair_op_count(after, [*self._sequence, pass_name])  # a failure is the step's
@@ -178,7 +181,8 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
             self._module = after
             self._sequence.append(pass_name)
             reward = self._count_reward() if self.count_every_step or truncated else 0.0
-        return self._observation(), float(reward), False, truncated, self._info(pass_name, seconds, error)
+        info = {**self._info(pass_name, seconds, error), "calls": runs}
+        return self._observation(), float(reward), False, truncated, info
 
     def action_masks(self) -> np.ndarray:
         """Valid actions (MaskablePPO's protocol): stop, and every pass not known to be useless here.

@@ -2,9 +2,9 @@
 
 A rollout is one greedy episode in the pass-ordering environment: at each step the policy's most
 likely action among those the environment's mask allows, until it stops or reaches the step cap.
-The module is counted once, at the end (`count_every_step=False`): a step costs one compiler call,
-the pass application (its answer carries the features the next observation needs); no search, no
-lookahead.
+The module is counted once, at the end (`count_every_step=False`): a step costs one compiler call
+per pass application -- one, or a fixed-point variant's every run -- whose answer carries the features
+the next observation needs; no search, no lookahead.
 """
 
 from __future__ import annotations
@@ -85,7 +85,8 @@ def load_policy(reference: str, driver: PassDriver, root: Path | None = None) ->
 
 
 def rollout(policy: Policy, driver: PassDriver, graph: Graph) -> SearchResult:
-    """One greedy episode of `policy` on `graph`; calls = one per step (the pass) + 1 count."""
+    """One greedy episode of `policy` on `graph`; calls = the pass applications (a step's one, a
+    fixed-point variant's runs) + 1 count."""
     from xlabench.env import PassOrderingEnv
 
     env = PassOrderingEnv(
@@ -97,17 +98,17 @@ def rollout(policy: Policy, driver: PassDriver, graph: Graph) -> SearchResult:
     )
     observation, info = env.reset(seed=0, options={"graph": graph.name})
     started = time.perf_counter()
-    steps, done = 0, False
+    applications, done = 0, False
     while not done:
         action = policy.act(observation, env.action_masks())
         observation, _, terminated, truncated, info = env.step(action)
-        steps += action != env.stop_action
+        applications += info["calls"]
         done = terminated or truncated
     return SearchResult(
         strategy=policy.label,
         sequence=env.sequence,
         op_count=int(info["op_count"]),
-        calls=steps + 1,
+        calls=applications + 1,
         seconds=time.perf_counter() - started,
         applied=env.sequence,
         module=env.module,

@@ -79,10 +79,13 @@ def _expand(driver: PassDriver, state: _State, pass_name: str, budget: _Budget) 
     if catalogue.unmet_requirement(pass_name, state.sequence) is not None or not budget.spend(1):
         return None
     try:
-        module = driver.apply_pass(state.module, pass_name)
+        module, calls = driver.apply_action(state.module, pass_name)
         unchanged = module.fingerprint == state.module.fingerprint
-        if not catalogue.worth_taking(pass_name, not unchanged) or not budget.spend(1):
+        budget.used += calls - 1  # a fixed-point variant's further runs: made, so counted
+        if not catalogue.worth_taking(pass_name, not unchanged):
             return None  # most passes do nothing to a given module: not taken, and not counted
+        if budget.used > budget.limit or not budget.spend(1):
+            return None
         sequence = (*state.sequence, pass_name)
         return _State(module, sequence, driver.fair_op_count(module, sequence))
     except CompilerError:

@@ -19,7 +19,12 @@ after the pass it requires (REQUIREMENTS) -- is an action, in one of two classes
 - pipeline: a pass pipeline (a container, never applied by itself).
 
 Action sets name the actions a policy or search may choose from: `all` (simplification and
-orderable passes, the default) and `simplification`.
+orderable passes, the default), `simplification`, and `fixed-point`: the `all` set, with each pass
+whose first run is inside a fixed-point pipeline (XLA's `simplification`, an HloPassFix) taken as
+its *fixed-point variant*, "PASS:fixed-point": the pass applied again and again until it changes
+nothing, as XLA's loop does. Where XLA runs reshape-mover three times (it moves one layer of
+reshapes a run), the variant is one action, and a policy need not guess how deep the graph is;
+each run is still a compiler call, counted.
 """
 
 from __future__ import annotations
@@ -46,7 +51,12 @@ CATALOGUE_FORMAT = 2  # 2: pipelines that iterate to a fixed point are marked
 ACTION_SETS: dict[str, tuple[str, ...]] = {
     "all": ("simplification", "orderable"),
     "simplification": ("simplification",),
+    "fixed-point": ("simplification", "orderable"),
 }
+# The suffix naming a pass's fixed-point variant, and the action sets that use the variants.
+FIXED_POINT_SUFFIX = ":fixed-point"
+FIXED_POINT_LIMIT = 25  # runs of one fixed-point variant at most (XLA's HloPassFix stops at 25 too)
+FIXED_POINT_ACTION_SETS = ("fixed-point",)
 DEFAULT_ACTION_SET = "all"
 # Classes of the passes whose first run comes before the counting point.
 CANDIDATE_KINDS = ("simplification", "orderable", "excluded")
@@ -129,19 +139,43 @@ class PassCatalogue:
             raise UserInputError(f"{action_set}: unknown action set (choose {', '.join(ACTION_SETS)})")
         kinds = ACTION_SETS[action_set]
         actions = [info for info in self.passes.values() if info.kind in kinds]
-        return [info.name for info in sorted(actions, key=lambda info: info.position)]
+        names = [info.name for info in sorted(actions, key=lambda info: info.position)]
+        if action_set in FIXED_POINT_ACTION_SETS:
+            names = [self.fixed_point_variant(name) or name for name in names]
+        return names
+
+    def fixed_point_pipeline(self, pass_name: str) -> str | None:
+        """The innermost fixed-point pipeline around the pass's first run, or None."""
+        info = self.passes.get(pass_name)
+        if info is None:
+            return None
+        fixed = {node["name"] for node in _walk(self.tree) if node.get("fixed_point")}
+        return next((name for name in reversed(info.ancestors) if name in fixed), None)
+
+    def fixed_point_variant(self, pass_name: str) -> str | None:
+        """ "PASS:fixed-point" when the pass first runs inside a fixed-point pipeline, else None."""
+        if self.fixed_point_pipeline(pass_name) is None:
+            return None
+        return pass_name + FIXED_POINT_SUFFIX
+
+    def action_for(self, pass_name: str, actions: list[str]) -> str | None:
+        """The action of `actions` that runs `pass_name`: itself or its fixed-point variant, else None."""
+        if pass_name in actions:
+            return pass_name
+        variant = self.fixed_point_variant(pass_name)
+        return variant if variant in actions else None
 
     def unmet_requirement(self, pass_name: str, sequence: Iterable[str]) -> str | None:
         """The pass `pass_name` needs earlier in `sequence` (names or instance keys) and lacks, or None."""
-        info = self.passes.get(pass_name)
+        info = self.passes.get(base_pass(pass_name))
         if info is None or info.requires is None:
             return None
-        applied = {key.split("@", 1)[0] for key in sequence}
+        applied = {base_pass(key.split("@", 1)[0]) for key in sequence}
         return None if info.requires in applied else info.requires
 
     def worth_taking(self, pass_name: str, changed: bool) -> bool:
         """Whether a sequence keeps a pass: it changed the module, or another pass requires it earlier."""
-        return changed or pass_name in self.requirements()
+        return changed or base_pass(pass_name) in self.requirements()
 
     def requirements(self) -> set[str]:
         """The passes some other pass requires earlier in a sequence."""
@@ -153,8 +187,8 @@ class PassCatalogue:
         return [info.name for info in sorted(candidates, key=lambda info: info.position)]
 
     def get(self, pass_name: str) -> PassInfo | None:
-        """The entry for one pass name, or None."""
-        return self.passes.get(pass_name)
+        """The entry for one pass name (a fixed-point variant: its pass's), or None."""
+        return self.passes.get(base_pass(pass_name))
 
     def disabled_for_single_pass(
         self, pass_name: str, pipeline_path: tuple[str, ...] | None = None
@@ -184,7 +218,8 @@ class PassCatalogue:
         itself. A pass XLA adds twice with different options (convolution-group-converter) keeps
         running until the sequence applied both.
         """
-        applied = set(applied_instances)
+        # A fixed-point variant ran the pass's first instance (to its fixed point).
+        applied = {base_pass(key) for key in applied_instances}
         return sorted(
             name
             for name, info in self.passes.items()
@@ -305,6 +340,11 @@ def parse_pipeline_log(log: str) -> list[dict[str, Any]]:
         if node.pop("runs", 1) > 1:
             node["fixed_point"] = True
     return roots
+
+
+def base_pass(name: str) -> str:
+    """The pass an action runs: the name itself, or the pass of a fixed-point variant."""
+    return name.removesuffix(FIXED_POINT_SUFFIX)
 
 
 def _walk(nodes: list[dict[str, Any]]):

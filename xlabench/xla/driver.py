@@ -30,8 +30,11 @@ from xlabench.xla import pool as compiler_pool
 from xlabench.xla.cache import TransitionCache, cache_directory
 from xlabench.xla.catalogue import (
     COUNTING_POINT_PASS,
+    FIXED_POINT_LIMIT,
+    FIXED_POINT_SUFFIX,
     STOP_PASS,
     PassCatalogue,
+    base_pass,
     instance_key,
     load_catalogue,
 )
@@ -114,6 +117,12 @@ class PassDriver:
     def check_pass(self, pass_name: str) -> None:
         """Raise UnknownPassError unless `pass_name` can be applied alone."""
         info = self.catalogue.get(pass_name)
+        if pass_name.endswith(FIXED_POINT_SUFFIX) and (
+            info is None or self.catalogue.fixed_point_variant(info.name) != pass_name
+        ):
+            raise UnknownPassError(
+                f"{pass_name}: {base_pass(pass_name)} does not first run in a fixed-point pipeline"
+            )
         if info is not None and info.kind == "pipeline":
             raise UnknownPassError(f"{pass_name}: is a pass pipeline, not a single pass")
         if info is not None:
@@ -140,8 +149,13 @@ class PassDriver:
         different options (convolution-group-converter, dot_decomposer, ...): `pipeline_path` (the
         pipelines around it, outermost first) and `occurrence` (1 for the first time the pass
         appears directly in the innermost of them) name one of those instances.
+
+        A fixed-point variant ("PASS:fixed-point") is the pass run again and again until it changes
+        nothing (`apply_to_fixed_point`).
         """
         self.check_pass(pass_name)
+        if pass_name.endswith(FIXED_POINT_SUFFIX):
+            return self.apply_to_fixed_point(module, base_pass(pass_name))[0]
         info = self.catalogue.passes[pass_name]
         path = info.ancestors if pipeline_path is None else tuple(pipeline_path)
         key = instance_key(pass_name, path, occurrence, first=path == info.ancestors and occurrence == 1)
@@ -154,6 +168,37 @@ class PassDriver:
             pipeline=path[-1] if path else None,
             occurrence=occurrence,
         )
+
+    def apply_action(self, module: HloModule, action: str) -> tuple[HloModule, int]:
+        """Apply an action (a pass or a "PASS:fixed-point" variant): the module, the compiler calls made."""
+        if action.endswith(FIXED_POINT_SUFFIX):
+            self.check_pass(action)
+            return self.apply_to_fixed_point(module, base_pass(action))
+        return self.apply_pass(module, action), 1
+
+    def apply_to_fixed_point(self, module: HloModule, pass_name: str) -> tuple[HloModule, int]:
+        """Apply `pass_name` until it changes nothing (FIXED_POINT_LIMIT runs at most): the module, the runs.
+
+        Each run is one `apply_pass` (one compiler call, cached), the last the run that found nothing
+        to do. A failing first run raises; a later one ends the loop there (counted as a run).
+        Why not XLA's own fixed-point pipeline in one compile: reshape-mover alone in it never
+        settles on XLA's in-memory module (25 iterations, the module growing each time), while through
+        xlabench's canonical form between runs it settles in a few.
+        """
+        runs = 0
+        current = module
+        while runs < FIXED_POINT_LIMIT:
+            try:
+                following = self.apply_pass(current, pass_name)
+            except CompilerError:
+                if runs == 0:
+                    raise
+                return current, runs + 1  # the runs that worked stand
+            runs += 1
+            if following.fingerprint == current.fingerprint:
+                break
+            current = following
+        return current, runs
 
     def apply_passes(
         self, module: HloModule, pass_names: list[str], stop_on_error: bool = True
