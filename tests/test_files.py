@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -28,3 +29,10 @@ def test_a_write_creates_missing_directories(tmp_path: Path) -> None:
     target = tmp_path / "a" / "b" / "out.hlo"
     files.write_atomically(str(target), b"HloModule m")
     assert target.read_bytes() == b"HloModule m"
+
+
+def test_a_written_file_gets_the_usual_mode_not_a_private_one(tmp_path: Path) -> None:
+    umask = os.umask(0o022)
+    os.umask(umask)
+    files.write_atomically(tmp_path / "report.md", b"# report\n")
+    assert (tmp_path / "report.md").stat().st_mode & 0o777 == 0o666 & ~umask

@@ -6,6 +6,10 @@ import os
 import tempfile
 from pathlib import Path
 
+# Read once, at import (one thread): os.umask can only be read by setting it.
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+
 
 def write_atomically(path: str | os.PathLike[str], data: bytes) -> None:
     """Write `data` to a temporary file beside `path`, then rename it over `path`."""
@@ -17,6 +21,8 @@ def write_atomically(path: str | os.PathLike[str], data: bytes) -> None:
             stream.write(data)
             stream.flush()
             os.fsync(stream.fileno())
+        # mkstemp makes the file private (0600); a result file gets the usual mode (0666 - umask).
+        os.chmod(temporary, 0o666 & ~_UMASK)
         os.replace(temporary, target)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
