@@ -28,6 +28,16 @@ def test_selectors_partition_the_suite(stored_graphs: list[Graph]) -> None:
     assert resolve_graphs("train:gpt2") == [g for g in by_split["train"] if g.family == "gpt2"]
     with pytest.raises(UserInputError, match="no gnn graphs in the train split"):
         resolve_graphs("train:gnn")
+    # Several SPECs joined by commas: their union, each graph once (the README's main job uses one).
+    union = resolve_graphs("test:gpt2,unseen:vit,gpt2")
+    expected = [
+        *resolve_graphs("test:gpt2"),
+        *resolve_graphs("unseen:vit"),
+        *(g for g in gpt2 if g.split != "test"),
+    ]
+    assert [g.name for g in union] == [g.name for g in expected]
+    with pytest.raises(UserInputError, match="unknown graph, family or split 'vitt'"):
+        resolve_graphs("test:gpt2,vitt")
 
 
 def test_graph_name_resolves_to_that_graph(stored_graphs: list[Graph]) -> None:

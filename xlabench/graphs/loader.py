@@ -105,7 +105,12 @@ def _from_path(path: Path) -> list[Graph]:
 
 def resolve_graphs(spec: str) -> list[Graph]:
     """Graphs named by `spec`: `all`, a split, a family, `SPLIT:FAMILY` (e.g. `train:gpt2`), a suite
-    graph name, an HLO file or a directory."""
+    graph name, an HLO file or a directory -- or several of these joined by commas (their union)."""
+    if "," in spec and not Path(spec).expanduser().exists():
+        union: dict[str, Graph] = {}
+        for part in spec.split(","):
+            union.update((graph.name, graph) for graph in resolve_graphs(part.strip()))
+        return list(union.values())
     split, colon, family = spec.partition(":")
     if colon and split in SPLITS and family in families():
         selected = [g for g in load_graph_set() if g.split == split and g.family == family]
