@@ -155,7 +155,7 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
             raise UserInputError(f"action {action} is outside {self.action_space}")
         if action == self.stop_action:
             reward = self._count_reward()  # before `info`, which reports the count
-            return self._observation(), reward, True, False, {**self._info("stop", 0.0, None), "calls": 0}
+            return self._observation(), reward, True, False, self._info("stop", 0.0, None)
 
         pass_name = self.actions[action]
         before = self._module
@@ -181,7 +181,7 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
             self._module = after
             self._sequence.append(pass_name)
             reward = self._count_reward() if self.count_every_step or truncated else 0.0
-        info = {**self._info(pass_name, seconds, error), "calls": runs}
+        info = self._info(pass_name, seconds, error, calls=runs)
         return self._observation(), float(reward), False, truncated, info
 
     def action_masks(self) -> np.ndarray:
@@ -280,7 +280,9 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
             "action_counts": (self._action_counts / self.max_steps).clip(0, 1).astype(np.float32),
         }
 
-    def _info(self, pass_name: str | None, seconds: float, error: CompilerError | None) -> dict[str, Any]:
+    def _info(
+        self, pass_name: str | None, seconds: float, error: CompilerError | None, calls: int = 0
+    ) -> dict[str, Any]:
         assert self._start is not None
         return {
             "graph": self._start.graph.name,
@@ -289,6 +291,7 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
             "D": self._start.default_op_count,
             "R0": self._start.unoptimized_op_count,
             "pass": pass_name,
+            "calls": calls,
             "seconds": seconds,
             "error": None if error is None else error.to_dict(),
         }

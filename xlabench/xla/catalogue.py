@@ -153,7 +153,7 @@ class PassCatalogue:
         return next((name for name in reversed(info.ancestors) if name in fixed), None)
 
     def fixed_point_variant(self, pass_name: str) -> str | None:
-        """ "PASS:fixed-point" when the pass first runs inside a fixed-point pipeline, else None."""
+        """PASS:fixed-point, the variant name, if the pass first runs in a fixed-point pipeline; else None."""
         if self.fixed_point_pipeline(pass_name) is None:
             return None
         return pass_name + FIXED_POINT_SUFFIX
