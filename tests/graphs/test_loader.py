@@ -109,6 +109,8 @@ def test_built_directory_is_read_through_its_manifest(small_graphs: list[Graph],
         ("gpt3-l1", "unknown graph, family or split 'gpt3-l1'"),
         ("no/such/dir", "no such file or directory: no/such/dir"),
         ("missing.hlo", "no such file or directory: missing.hlo"),
+        ("test:gpt2,", "empty graph SPEC"),
+        ("", "empty graph SPEC"),
     ],
 )
 def test_bad_specs_name_what_is_wrong(

@@ -106,6 +106,9 @@ def _from_path(path: Path) -> list[Graph]:
 def resolve_graphs(spec: str) -> list[Graph]:
     """Graphs named by `spec`: `all`, a split, a family, `SPLIT:FAMILY` (e.g. `train:gpt2`), a suite
     graph name, an HLO file or a directory -- or several of these joined by commas (their union)."""
+    if not spec.strip():
+        # Path("") is the current directory: an empty SPEC must not quietly load whatever is there.
+        raise UserInputError("empty graph SPEC (a stray comma?); see `xlabench graphs list`")
     if "," in spec and not Path(spec).expanduser().exists():
         union: dict[str, Graph] = {}
         for part in spec.split(","):
