@@ -59,6 +59,11 @@ class _Budget:
         self.used += calls
         return True
 
+    def record(self, calls: int) -> bool:
+        """Count calls already made (a fixed-point variant's further runs); False if that overspent."""
+        self.used += calls
+        return self.used <= self.limit
+
     def left(self) -> int:
         if self.cancel is not None and self.cancel.is_set():
             return 0
@@ -81,10 +86,10 @@ def _expand(driver: PassDriver, state: _State, pass_name: str, budget: _Budget) 
     try:
         module, calls = driver.apply_action(state.module, pass_name)
         unchanged = module.fingerprint == state.module.fingerprint
-        budget.used += calls - 1  # a fixed-point variant's further runs: made, so counted
+        within_budget = budget.record(calls - 1)  # the first run was spent above
         if not catalogue.worth_taking(pass_name, not unchanged):
             return None  # most passes do nothing to a given module: not taken, and not counted
-        if budget.used > budget.limit or not budget.spend(1):
+        if not within_budget or not budget.spend(1):
             return None
         sequence = (*state.sequence, pass_name)
         return _State(module, sequence, driver.fair_op_count(module, sequence))

@@ -155,7 +155,7 @@ class PassDriver:
         """
         self.check_pass(pass_name)
         if pass_name.endswith(FIXED_POINT_SUFFIX):
-            return self.apply_to_fixed_point(module, base_pass(pass_name))[0]
+            return self.apply_action(module, pass_name)[0]
         info = self.catalogue.passes[pass_name]
         path = info.ancestors if pipeline_path is None else tuple(pipeline_path)
         key = instance_key(pass_name, path, occurrence, first=path == info.ancestors and occurrence == 1)
