@@ -26,10 +26,10 @@ def test_compare_tables_strategies_per_spec_and_family(tmp_path, capsys):
         tmp_path / "p.json", "general@v1.0", "test", [("a", "gpt2", 100, 100, 31), ("b", "moe", 50, 49, 21)]
     )
     assert main(["compare", greedy, policy, "--report", str(tmp_path / "out")]) == 0
-    table = (tmp_path / "out" / "comparison.md").read_text()
-    assert "| search:greedy | 0.9091 | 1.0000 | **0.9535** | a (0.9091) | 400 | 0 |" in table
-    assert "| general@v1.0 | 1.0000 | 1.0204 |" in table and "| 26 | 0 |" in table
-    assert (tmp_path / "out" / "comparison.png").read_bytes()[:4] == b"\x89PNG"
+    table = (tmp_path / "out" / "report.md").read_text()
+    assert "| search:greedy | 0.9091 | 1.0000 | **0.9535** | a (0.9091) | 1 | 400.0 | 0 |" in table
+    assert "| general@v1.0 | 1.0000 | 1.0204 |" in table and "| a (1.0000) | 0 | 26.0 | 0 |" in table
+    assert (tmp_path / "out" / "report.png").read_bytes()[:4] == b"\x89PNG"
     assert table in capsys.readouterr().out
 
 
@@ -54,8 +54,8 @@ def test_a_policy_directory_brings_its_stored_evaluations_and_curve(tmp_path):
     }
     (version / "metadata.json").write_text(json.dumps(metadata))
     assert main(["compare", greedy, str(version), "--report", str(tmp_path / "out")]) == 0
-    table = (tmp_path / "out" / "comparison.md").read_text()
-    assert "| general@v1.0 (ppo) | 1.0000 | **1.0000** | a (1.0000) | 31 | 0 |" in table
+    table = (tmp_path / "out" / "report.md").read_text()
+    assert "| general@v1.0 (ppo) | 1.0000 | **1.0000** | a (1.0000) | 0 | 31.0 | 0 |" in table
     assert (tmp_path / "out" / "training_curves.png").read_bytes()[:4] == b"\x89PNG"
     (version / "metadata.json").write_text("{}")
     assert main(["compare", str(version), "--report", str(tmp_path / "out")]) == 2
