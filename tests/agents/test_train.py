@@ -45,8 +45,11 @@ def test_only_the_value_function_sees_the_cost_analysis(small_graph):
     assert not np.isclose(values[0].item(), values[1].item())
 
 
-def test_a_warm_start_alone_follows_xlas_order(small_graph):
-    run = train("ppo", graphs=small_graph, steps=0, seed=0, environments=1, progress=False, warm_start=True)
+@pytest.mark.parametrize("algorithm", ["ppo", "ppo-value", "a2c", "trpo"])
+def test_a_warm_start_alone_follows_xlas_order(small_graph, algorithm):
+    run = train(
+        algorithm, graphs=small_graph, steps=0, seed=0, environments=1, progress=False, warm_start=True
+    )
     assert run.steps == 0 and run.warm_start["accuracy"] == 1.0
     # DAgger rounds ran; after the first fit the rollout already agrees with XLA's order everywhere.
     assert [r["agreement"] for r in run.warm_start["dagger"]] == [1.0] * WARM_START["dagger_rounds"]

@@ -362,5 +362,6 @@ def behaviour_cloning(
 
 
 def _logits(policy: Any, observations: dict[str, Any]) -> Any:
-    features = policy.extract_features(observations, policy.pi_features_extractor)
-    return policy.action_net(policy.mlp_extractor.forward_actor(features))
+    # The action distribution's log-probabilities (as logits): what the policy acts on, whether its
+    # actor and critic share one feature extractor or not (ppo-value).
+    return policy.get_distribution(observations).distribution.logits
