@@ -49,13 +49,22 @@ def test_a_policy_directory_brings_its_stored_evaluations_and_curve(tmp_path):
         "name": "general",
         "version": "v1.0",
         "algorithm": "ppo",
-        "training": {"curve": [[64, 0.1], [128, 0.2]]},
+        "seed": 3,
+        "warm_start": {"seconds": 90.0},
+        "training": {
+            "graphs": "train",
+            "steps": 128,
+            "episodes": 9,
+            "seconds": 300.0,
+            "curve": [[64, 0.1], [128, 0.2]],
+        },
         "eval": {"test": {"per_graph": evaluated}},
     }
     (version / "metadata.json").write_text(json.dumps(metadata))
     assert main(["compare", greedy, str(version), "--report", str(tmp_path / "out")]) == 0
     table = (tmp_path / "out" / "report.md").read_text()
     assert "| general@v1.0 (ppo) | 1.0000 | **1.0000** | a (1.0000) | 0 | 31.0 | 0 |" in table
+    assert "| general@v1.0 (ppo) | ppo | train | 3 | 1.5 min | 128 | 9 | 5.0 min |" in table
     assert (tmp_path / "out" / "training_curves.png").read_bytes()[:4] == b"\x89PNG"
     (version / "metadata.json").write_text("{}")
     assert main(["compare", str(version), "--report", str(tmp_path / "out")]) == 2

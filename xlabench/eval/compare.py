@@ -65,17 +65,33 @@ def load_policy_results(path: str) -> list[dict[str, Any]]:
         with open(os.path.join(path, "metadata.json")) as handle:
             metadata = json.load(handle)
         label = f"{metadata['name']}@{metadata['version']} ({metadata['algorithm']})"
+        training = training_summary(metadata)
         return [
             {
                 "policy": label,
                 "graphs_spec": spec,
                 "graphs": part["per_graph"],
                 "curve": metadata.get("training", {}).get("curve") or [],
+                "training": training,
             }
             for spec, part in metadata["eval"].items()
         ]
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise UserInputError(f"{path}: not a policy version directory ({error})") from None
+
+
+def training_summary(metadata: dict[str, Any]) -> dict[str, Any]:
+    """How a policy version was trained, from its metadata: a row of the report's training table."""
+    training, warm_start = metadata["training"], metadata.get("warm_start") or {}
+    return {
+        "algorithm": metadata["algorithm"],
+        "graphs": training["graphs"],
+        "seed": metadata["seed"],
+        "warm_start_seconds": warm_start.get("seconds"),
+        "steps": training["steps"],
+        "episodes": training["episodes"],
+        "seconds": training["seconds"],
+    }
 
 
 def load_results(paths: list[str]) -> list[dict[str, Any]]:
@@ -111,6 +127,19 @@ def markdown(title: str, documents: list[dict[str, Any]]) -> str:
                 + " | ".join(cells)
                 + f" | **{_figure(summary['geomean_vs_default'])}**"
                 f" | {worst_text} | {below} | {per_graph} | {summary['failed']} |"
+            )
+        lines.append("")
+    trained = {document["policy"]: document["training"] for document in documents if document.get("training")}
+    if trained:
+        header = "policy | algorithm | trained on | seed | warm start | RL steps | episodes | wall time (all)"
+        lines += ["## How the policies were trained", "", f"| {header} |", "|---" * 8 + "|"]
+        for label, row in trained.items():
+            warm = (
+                "none" if row["warm_start_seconds"] is None else f"{row['warm_start_seconds'] / 60:.1f} min"
+            )
+            lines.append(
+                f"| {label} | {row['algorithm']} | {row['graphs']} | {row['seed']} | {warm} | "
+                f"{row['steps']:,} | {row['episodes']:,} | {row['seconds'] / 60:.1f} min |"
             )
         lines.append("")
     lines.append(
