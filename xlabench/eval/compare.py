@@ -162,7 +162,7 @@ def plot(title: str, documents: list[dict[str, Any]]) -> bytes:
         (document["graphs_spec"], document["policy"]): summarize(document["graphs"])["geomean_vs_default"]
         for document in documents
     }
-    figure, axes = plt.subplots(figsize=(max(6.0, 1.2 * len(strategies) * len(specs)), 4.0))
+    figure, axes = plt.subplots(figsize=(min(12.0, max(6.0, 0.6 * len(strategies) * len(specs))), 4.5))
     width = 0.8 / max(1, len(strategies))
     for index, strategy in enumerate(strategies):
         heights = [(values.get((spec, strategy)) or 1.0) - 1.0 for spec in specs]
