@@ -139,8 +139,10 @@ def markdown(title: str, documents: list[dict[str, Any]]) -> str:
         lines.append("")
     trained = {document["policy"]: document["training"] for document in documents if document.get("training")}
     if trained:
-        header = "policy | algorithm | trained on | seed | warm start | RL steps | episodes | wall time (all)"
-        lines += ["## How the policies were trained", "", f"| {header} |", "|---" * 8 + "|"]
+        columns = ["policy", "algorithm", "trained on", "seed", "warm start", "RL steps", "episodes"]
+        columns.append("warm start + RL wall time")
+        lines += ["## How the policies were trained", "", "| " + " | ".join(columns) + " |"]
+        lines.append("|---" * len(columns) + "|")
         for label, row in trained.items():
             warm = (
                 "none" if row["warm_start_seconds"] is None else f"{row['warm_start_seconds'] / 60:.1f} min"
