@@ -8,7 +8,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 
 import pytest
 
@@ -25,32 +24,21 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def ray_address():
+def ray_address(tmp_path_factory):
     """A local Ray head node with 2 CPUs, started for these tests and stopped after them."""
     ray = pytest.importorskip("ray", reason='Ray is the [ray] extra: pip install -e ".[test]"')
     executable = shutil.which("ray", path=os.path.dirname(sys.executable))
-    # A short directory: Ray puts Unix sockets under it, and a socket path must stay under 108 bytes
-    # (pytest's per-xdist-worker tmp paths come close). `ray start` also opens ports besides --port,
-    # one of which can be taken on a busy machine: try a fresh port, and show Ray's own words if not.
-    temp = tempfile.mkdtemp(prefix="xlabench-ray-")
-    options = ["--num-cpus", "2", "--include-dashboard", "false", "--disable-usage-stats"]
-    options += ["--temp-dir", temp]
-    for _attempt in range(3):
-        port = _free_port()
-        command = [executable, "start", "--head", "--port", str(port), *options]
-        started = subprocess.run(command, capture_output=True, text=True, timeout=180)
-        if started.returncode == 0:
-            break
-        subprocess.run([executable, "stop", "--force"], capture_output=True, timeout=120)
-    else:
-        pytest.fail(f"ray start failed 3 times: {started.stderr[-2000:] or started.stdout[-2000:]}")
+    port = _free_port()
+    temp = tmp_path_factory.mktemp("ray")
+    command = [executable, "start", "--head", "--num-cpus", "2", "--port", str(port),
+               "--include-dashboard", "false", "--temp-dir", str(temp), "--disable-usage-stats"]  # fmt: skip
+    subprocess.run(command, check=True, capture_output=True, timeout=180)
     try:
         yield f"127.0.0.1:{port}"
     finally:
         if ray.is_initialized():
             ray.shutdown()
         subprocess.run([executable, "stop", "--force"], capture_output=True, timeout=120)
-        shutil.rmtree(temp, ignore_errors=True)
 
 
 def test_eval_runs_graphs_as_ray_tasks(ray_address, tmp_path):
