@@ -15,6 +15,7 @@ import json
 import os
 import sqlite3
 import threading
+import time
 import zlib
 from typing import Any
 
@@ -55,7 +56,16 @@ class TransitionCache:
         # A connection must not cross fork(): reconnect in a child process.
         if self._connection is None or self._pid != os.getpid():
             connection = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
-            connection.execute("PRAGMA journal_mode=WAL")
+            # Switching to WAL takes an exclusive lock that SQLite's busy timeout does not wait for:
+            # a process opening the cache while another one does gets "database is locked" at once.
+            for attempt in range(200):
+                try:
+                    connection.execute("PRAGMA journal_mode=WAL")
+                    break
+                except sqlite3.OperationalError as error:
+                    if "locked" not in str(error) or attempt == 199:
+                        raise
+                    time.sleep(0.05)
             connection.execute("PRAGMA synchronous=NORMAL")
             connection.execute(
                 "CREATE TABLE IF NOT EXISTS transitions ("
