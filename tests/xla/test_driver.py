@@ -290,3 +290,25 @@ def test_xlas_changes_in_one_compile_played_as_passes_land_on_xlas_count(fresh_d
             module = fresh_driver.apply_pass(module, name)
     default = fresh_driver.features(fresh_driver.run_default_pipeline(mixed_module)).op_count
     assert fresh_driver.fair_op_count(module, names) == default
+
+
+def test_a_disabled_pass_is_off_in_every_compile(tmp_path, redundant_module, mixed_module):
+    cache = TransitionCache(str(tmp_path / "transitions.sqlite"))
+    normal = PassDriver(cache=cache, crash_directory=str(tmp_path / "crashes"))
+    changed = PassDriver(cache=cache, crash_directory=str(tmp_path / "crashes"), disabled_passes=["algsimp"])
+    # Applying the disabled pass changes nothing; other passes still run.
+    assert changed.apply_pass(redundant_module, "algsimp").fingerprint == redundant_module.fingerprint
+    assert changed.features(changed.apply_pass(redundant_module, "cse")).histogram["multiply"] == 1
+    # XLA's default pipeline without algsimp leaves more ops, and the shared cache keeps the two apart.
+    default = normal.features(normal.run_default_pipeline(mixed_module)).op_count
+    without = changed.features(changed.run_default_pipeline(mixed_module)).op_count
+    assert without > default
+    assert normal.features(normal.run_default_pipeline(mixed_module)).op_count == default
+
+
+def test_disabling_an_unknown_pass_names_it(tmp_path, mixed_module, monkeypatch):
+    monkeypatch.setenv("XLABENCH_DISABLE_PASSES", "algsmip")
+    driver = PassDriver(use_cache=False, crash_directory=str(tmp_path))
+    assert driver.disabled_passes == ("algsmip",)
+    with pytest.raises(UnknownPassError, match="algsmip: cannot disable an unknown pass.*algsimp"):
+        driver.run_default_pipeline(mixed_module)

@@ -209,7 +209,7 @@ def _read_bytes(path: str) -> bytes:
         return handle.read()
 
 
-def pipeline_changes(text: str, point_pass: str) -> dict[str, Any]:
+def pipeline_changes(text: str, point_pass: str, disabled_passes: list[str] | None = None) -> dict[str, Any]:
     """Run the whole default CPU pipeline once, up to `point_pass`; list the passes that changed the module.
 
     Every pass is dumped; a run whose module differs from the one before it changed something.
@@ -219,7 +219,8 @@ def pipeline_changes(text: str, point_pass: str) -> dict[str, Any]:
     """
     started = time.perf_counter()
     changes: list[list[str]] = []
-    with _dumps_until_stop(text, {}, dump_regex=".*") as dumps:
+    overrides = {"xla_disable_hlo_passes": ",".join(disabled_passes)} if disabled_passes else {}
+    with _dumps_until_stop(text, overrides, dump_regex=".*") as dumps:
         previous = _hlo_module_field(_read_bytes(dumps["before_optimizations"]))
         for suffix in sorted((s for s in dumps if s[:4].isdigit()), key=_dump_step):
             pipeline, _, passes = suffix[5:].partition(".after_")

@@ -8,6 +8,10 @@ passes are kept in the transition cache, keyed by jaxlib version, module fingerp
 after XLA's required passes have run. `run_default_pipeline` runs the whole default pipeline to that
 point; `run_required_passes` runs the same pipeline with every action pass disabled, and is what a
 sequence's result goes through before it is counted.
+
+A compiler change can be simulated by turning passes off in every compile (`disabled_passes`, or
+`XLABENCH_DISABLE_PASSES=algsimp,cse` for every driver a process makes): the default pipeline, the
+required passes and the executables all run without them, and applying one is a no-op.
 """
 
 from __future__ import annotations
@@ -43,6 +47,8 @@ from xlabench.xla.module import HloModule
 from xlabench.xla.structure import NORMALIZATION_VERSION
 
 DEFAULT_PIPELINE_KEY = "@default-pipeline"
+# Passes to turn off in every compile (comma-separated): a simulated compiler change.
+DISABLE_PASSES_VARIABLE = "XLABENCH_DISABLE_PASSES"
 REQUIRED_PASSES_KEY = "@required-passes"
 # Deaths that come from XLA itself (CHECK failures, faults): they recur on the same input.
 _COMPILER_FAULT_SIGNALS = frozenset(
@@ -70,7 +76,13 @@ class PassDriver:
         use_cache: bool = True,
         crash_directory: str | None = None,
         timeout: float = compiler_pool.DEFAULT_TIMEOUT_SECONDS,
+        disabled_passes: Iterable[str] | None = None,
     ) -> None:
+        if disabled_passes is None:
+            disabled_passes = disabled_passes_from_environment()
+        # The simulated compiler change: passes off in every compile (checked on first use).
+        self.disabled_passes: tuple[str, ...] = tuple(dict.fromkeys(disabled_passes))
+        self._checked_disabled = not self.disabled_passes
         self.pool = pool or compiler_pool.default_pool()
         self.cache = (cache if cache is not None else TransitionCache()) if use_cache else None
         self.crash_directory = (
@@ -156,6 +168,8 @@ class PassDriver:
         self.check_pass(pass_name)
         if pass_name.endswith(FIXED_POINT_SUFFIX):
             return self.apply_action(module, pass_name)[0]
+        if pass_name in self.disabled_passes:
+            return module  # turned off in this (simulated) compiler: running it changes nothing
         info = self.catalogue.passes[pass_name]
         path = info.ancestors if pipeline_path is None else tuple(pipeline_path)
         key = instance_key(pass_name, path, occurrence, first=path == info.ancestors and occurrence == 1)
@@ -230,7 +244,9 @@ class PassDriver:
         no-ops, for ~1/40 of the compiles of a replay (`xlabench.xla.replay`) -- but on XLA's
         in-memory module, not through xlabench's canonical form between passes.
         """
-        answer = self.call_compiler("pipeline_changes", None, module, point_pass=COUNTING_POINT_PASS)
+        answer = self.call_compiler(
+            "pipeline_changes", None, module, point_pass=COUNTING_POINT_PASS, disabled_passes=[]
+        )
         return [(pipeline, pass_name) for pipeline, pass_name in answer["changes"]]
 
     def run_required_passes(self, module: HloModule, applied: Iterable[str] = ()) -> HloModule:
@@ -284,6 +300,7 @@ class PassDriver:
                 return {**result, "text": module.text, "name": module.name, "fingerprint": module.fingerprint}
             return result
 
+        arguments = self.with_compiler_change(arguments)
         record = self._cached_or_run(module, self.cache_key(key, function, arguments), run)
         if "features" in record:  # answered with the result: no second call for them
             with self._lock:
@@ -324,6 +341,7 @@ class PassDriver:
         Failures become CompilerError carrying the module's fingerprint (for raw text that never
         parsed, the sha256 of the text); crashes and hangs also leave a reproducer on disk.
         """
+        arguments = self.with_compiler_change(arguments)
         text = module if isinstance(module, str) else module.text
         fingerprint = _text_sha256(text) if isinstance(module, str) else module.fingerprint
         with self._lock:
@@ -344,6 +362,36 @@ class PassDriver:
         raise CompilerError(
             kind, _crash_summary(message, tail), subject, fingerprint, tail, reproducer, deterministic
         )
+
+    def with_compiler_change(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Compiler-call arguments with the simulated change's passes added to every disabled list."""
+        if not self.disabled_passes:
+            return arguments
+        self.check_disabled_passes()
+        changed = dict(arguments)
+        if "disabled_passes" in changed:
+            changed["disabled_passes"] = list(
+                dict.fromkeys([*changed["disabled_passes"], *self.disabled_passes])
+            )
+        if "others" in changed:  # further programs compiled in the same call: (text, disabled passes)
+            changed["others"] = [
+                (text, list(dict.fromkeys([*disabled, *self.disabled_passes])))
+                for text, disabled in changed["others"]
+            ]
+        return changed
+
+    def check_disabled_passes(self) -> None:
+        """Raise UnknownPassError unless every pass of the simulated compiler change is in the catalogue."""
+        if self._checked_disabled:
+            return
+        for pass_name in self.disabled_passes:
+            if self.catalogue.get(pass_name) is None:
+                close = difflib.get_close_matches(pass_name, self.catalogue.names(), n=3)
+                hint = f" (did you mean {', '.join(close)}?)" if close else " (see `xlabench passes`)"
+                raise UnknownPassError(
+                    f"{pass_name}: cannot disable an unknown pass for jaxlib {self.jaxlib_version}{hint}"
+                )
+        self._checked_disabled = True
 
     def _save_reproducer(
         self,
@@ -374,6 +422,12 @@ class PassDriver:
         }
         write_atomically(os.path.join(directory, "error.json"), json.dumps(details, indent=1).encode())
         return directory
+
+
+def disabled_passes_from_environment() -> list[str]:
+    """The passes $XLABENCH_DISABLE_PASSES turns off (comma-separated; empty when unset)."""
+    value = os.environ.get(DISABLE_PASSES_VARIABLE, "")
+    return [name.strip() for name in value.split(",") if name.strip()]
 
 
 def _text_sha256(text: str) -> str:
