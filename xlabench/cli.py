@@ -12,6 +12,7 @@ from xlabench.errors import XlabenchError
 def build_parser() -> argparse.ArgumentParser:
     """Return the top-level parser with every subcommand registered."""
     from xlabench.agents import cli as agents_cli
+    from xlabench.baselines import cli as baselines_cli
     from xlabench.env import bench as env_bench
     from xlabench.eval import cli as eval_cli
     from xlabench.eval import compare as eval_compare
@@ -28,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     eval_compare.register(subparsers)
     agents_cli.register(subparsers)
     policies_cli.register(subparsers)
+    baselines_cli.register(subparsers)
     bench = subparsers.add_parser("bench", help="benchmarks that print figures (speed, robustness)")
     bench_subparsers = bench.add_subparsers(dest="benchmark", required=True)
     xla_bench.register(bench_subparsers)

@@ -65,10 +65,12 @@ def evaluate_graph(
     runtime: bool = True,
     repeats: int = 20,
     cancel: threading.Event | None = None,
+    keep_runs: bool = False,
 ) -> dict[str, Any]:
     """One row of the evaluation: counts, ratios, the sequence and what finding it cost.
 
     Setting `cancel` stops a search at its next compiler call and skips the runtime measurement.
+    `keep_runs` adds every timed run of both executables (`run_seconds`), not just their ratio.
     """
     row: dict[str, Any] = {"name": graph.name, "family": graph.family}
     try:
@@ -97,8 +99,14 @@ def evaluate_graph(
             problems = compare_outputs(default_run.outputs, sequence_run.outputs)
             if problems:
                 row["error"] = f"outputs differ from XLA's default executable: {problems[0]}"
+                row["outputs_differ"] = problems
             else:
                 row["runtime_ratio"] = sequence_run.median_run_seconds / default_run.median_run_seconds
+            if keep_runs:
+                row["run_seconds"] = {
+                    "sequence": sequence_run.run_seconds,
+                    "default": default_run.run_seconds,
+                }
     except CompilerError as error:
         row["error"] = str(error)
     return row

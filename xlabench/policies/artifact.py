@@ -193,8 +193,13 @@ def load(
     actions: list[str],
     spec: dict[str, list[int]],
     root: Path | None = None,
+    allow_jaxlib_change: bool = False,
 ) -> Artifact:
-    """Load and verify a policy version against the installed compiler's actions and observations."""
+    """Load and verify a policy version against the installed compiler's actions and observations.
+
+    `allow_jaxlib_change` accepts a policy trained against another jaxlib whose action set and
+    observations are still the installed ones: how a jaxlib bump is gated (the pytest plugin).
+    """
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
@@ -210,7 +215,7 @@ def load(
             f"{str(metadata.get('weights_sha256'))[:12]}...): the file is corrupt or was modified"
         )
     label = f"{metadata.get('name')}@{metadata.get('version')} ({path})"
-    if metadata.get("jaxlib_version") != jaxlib_version:
+    if metadata.get("jaxlib_version") != jaxlib_version and not allow_jaxlib_change:
         raise PolicyError(
             f"{label}: trained against jaxlib {metadata.get('jaxlib_version')}, installed is "
             f"{jaxlib_version}; retrain it (`xlabench retrain --name {metadata.get('name')}`)"

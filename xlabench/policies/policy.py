@@ -71,7 +71,9 @@ class Policy:
         return int(np.argmax(values))
 
 
-def load_policy(reference: str, driver: PassDriver, root: Path | None = None) -> Policy:
+def load_policy(
+    reference: str, driver: PassDriver, root: Path | None = None, allow_jaxlib_change: bool = False
+) -> Policy:
     """Load NAME, NAME@vX.Y or a version directory, verified against the installed compiler."""
     from xlabench.env.pass_ordering import observation_space
     from xlabench.policies.artifact import read_metadata, resolve
@@ -80,7 +82,7 @@ def load_policy(reference: str, driver: PassDriver, root: Path | None = None) ->
     action_set = metadata.get("environment", {}).get("action_set", "all")
     actions = driver.catalogue.action_passes(action_set)
     spec = observation_spec(observation_space(len(actions)))
-    artifact = load(reference, driver.jaxlib_version, actions, spec, root)
+    artifact = load(reference, driver.jaxlib_version, actions, spec, root, allow_jaxlib_change)
     return Policy(artifact)
 
 

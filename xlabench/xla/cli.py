@@ -31,6 +31,12 @@ def register(subparsers: Any) -> None:
     apply.add_argument("passes", nargs="+", metavar="PASS", help="pass names, applied in order")
     apply.add_argument("-o", "--output", required=True, help="where to write the resulting module")
     apply.add_argument("--json", action="store_true", help="print one JSON object")
+    apply.add_argument(
+        "--check-outputs",
+        action="store_true",
+        help="run the result and XLA's default executable of the input on random inputs; exit 1 if "
+        "any output buffer differs (replays a reproducer of the pytest plugin's semantics check)",
+    )
     apply.set_defaults(handler=run_apply)
 
 
@@ -163,4 +169,15 @@ def run_apply(args: argparse.Namespace) -> int:
     if failure is not None:
         print(f"xlabench: error: {failure}; nothing written to {output}", file=sys.stderr)
         return 1
+    if args.check_outputs:
+        from xlabench.xla.execute import sequence_output_problems
+
+        problems = sequence_output_problems(module, current, args.passes, driver=driver)
+        print(
+            "outputs: every buffer matches XLA's default executable"
+            if not problems
+            else "outputs DIFFER from XLA's default executable: " + "; ".join(problems),
+            file=sys.stderr if args.json else sys.stdout,
+        )
+        return 1 if problems else 0
     return 0

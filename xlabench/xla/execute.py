@@ -136,6 +136,26 @@ def execute_against_default(
     return _execution(answers[0]), _execution(answers[1])
 
 
+def sequence_output_problems(
+    original: HloModule,
+    result: HloModule,
+    applied: Iterable[str],
+    seed: int = 0,
+    driver: PassDriver | None = None,
+) -> list[str]:
+    """How a sequence's executable's outputs differ from XLA's default executable of the original.
+
+    Both run on `random_inputs(original, seed)`; empty when every output buffer matches within the
+    dtype-aware tolerance (`compare_outputs`).
+    """
+    driver = driver or default_driver()
+    inputs = random_inputs(original, seed=seed, driver=driver)
+    sequence_run, default_run = execute_against_default(
+        result, applied, original, inputs, repeats=0, warmup=0, driver=driver
+    )
+    return compare_outputs(default_run.outputs, sequence_run.outputs)
+
+
 def _sequence_program(
     driver: PassDriver, module: HloModule, applied: Iterable[str]
 ) -> tuple[HloModule, list[str]]:

@@ -1,0 +1,114 @@
+"""`xlabench baselines update|diff`: store what each policy achieves per graph; show what changed."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from xlabench.errors import UserInputError
+
+
+def register(subparsers: Any) -> None:
+    """Add the `baselines` subcommand."""
+    parser = subparsers.add_parser(
+        "baselines", help="store per-graph results of each policy (baselines/), compare with them"
+    )
+    commands = parser.add_subparsers(dest="baselines_command", required=True)
+    update = commands.add_parser("update", help="measure and store (atomically) the baselines of policies")
+    diff = commands.add_parser("diff", help="measure now and show what differs from the stored baselines")
+    for command in (update, diff):
+        command.add_argument(
+            "--policy",
+            action="append",
+            help="NAME or NAME@vX.Y (repeatable; default: the latest version of every policy)",
+        )
+        command.add_argument("--graphs", default="all", help="graph SPEC (default: all)")
+        command.add_argument("--workers", type=int, default=2, help="compiler worker processes")
+        command.add_argument("--repeats", type=int, default=20, help="timed runs of each executable")
+    update.set_defaults(handler=run_update)
+    diff.set_defaults(handler=run_diff)
+
+
+def _policies(references: list[str] | None) -> list[str]:
+    from xlabench.policies.artifact import policies_directory, policy_names
+
+    chosen = references or policy_names()
+    if not chosen:
+        raise UserInputError(f"no policies in {policies_directory()} (train one with `xlabench retrain`)")
+    return chosen
+
+
+def _measure(reference: str, args: argparse.Namespace) -> tuple[Any, list[dict[str, Any]]]:
+    """Load a policy and evaluate it on the graphs, runtimes included."""
+    from xlabench.eval.evaluate import evaluate_graphs
+    from xlabench.graphs import resolve_graphs
+    from xlabench.policies.policy import load_policy
+    from xlabench.xla import PassDriver
+    from xlabench.xla.pool import CompilerPool
+
+    graphs = resolve_graphs(args.graphs)
+    pool = CompilerPool(size=max(1, args.workers))
+    try:
+        driver = PassDriver(pool=pool)
+        if driver.disabled_passes:
+            raise UserInputError(
+                f"XLABENCH_DISABLE_PASSES={','.join(driver.disabled_passes)}: baselines are measured with "
+                "the whole compiler; unset it"
+            )
+        policy = load_policy(reference, driver)
+        rows = evaluate_graphs(
+            driver, graphs, "policy", {"policy": policy}, True, args.repeats, args.workers, label=policy.label
+        )
+        return policy, rows
+    finally:
+        pool.close()
+
+
+def run_update(args: argparse.Namespace) -> int:
+    """Measure each policy on the graphs and store its baselines; graphs that failed are named."""
+    from xlabench.baselines.storage import write
+
+    failed = 0
+    for reference in _policies(args.policy):
+        policy, rows = _measure(reference, args)
+        name = policy.artifact.metadata["name"]
+        directory = write(name, policy.label, policy.artifact.metadata["jaxlib_version"], rows)
+        for row in rows:
+            if "error" in row:
+                failed += 1
+                print(f"{row['name']}: not stored: {row['error']}")
+        stored = sum("error" not in row for row in rows)
+        print(f"{policy.label}: {stored} graph(s) stored in {directory}")
+    return 1 if failed else 0
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    """Per graph, stored -> now for op count and runtime ratio; exit 1 when an op count grew."""
+    from xlabench.baselines.storage import load
+    from xlabench.xla import default_driver
+
+    regressions = 0
+    for reference in _policies(args.policy):
+        policy, rows = _measure(reference, args)
+        stored = load(policy.artifact.metadata["name"], policy.label, default_driver().jaxlib_version)
+        if stored is None:
+            raise UserInputError(f"{policy.label}: no stored baselines (run `xlabench baselines update`)")
+        changes = []
+        for row in rows:
+            before = stored.get(row["name"])
+            if before is None or "error" in row:
+                changes.append((row["name"], "no baseline" if before is None else f"failed: {row['error']}"))
+                continue
+            if row["R"] == before["R"] and row["sequence"] == before["sequence"]:
+                continue  # op counts are deterministic; runtimes alone are noise here (the plugin gates them)
+            regressions += row["R"] > before["R"]
+            what = f"R {before['R']} -> {row['R']} ({(row['R'] - before['R']) / before['R']:+.1%})"
+            if before.get("runtime_ratio") and row.get("runtime_ratio"):
+                what += f", runtime ratio {before['runtime_ratio']:.3f} -> {row['runtime_ratio']:.3f}"
+            if row["sequence"] != before["sequence"]:
+                what += "; sequence now: " + " ".join(row["sequence"])
+            changes.append((row["name"], what))
+        print(f"{policy.label} vs {stored.directory} ({len(rows)} graphs, {len(changes)} changed):")
+        for name, what in changes:
+            print(f"  {name}: {what}")
+    return 1 if regressions else 0

@@ -1,0 +1,169 @@
+"""Stored baselines: what each policy achieved on each graph, kept so that any later run can be judged.
+
+Layout: `baselines/<policy name>/<graph>.json` (one file a graph: I, D, R, the runtime ratio, the
+sequence) and `baselines/<policy name>/metadata.json` (the policy version, jaxlib, machine, and the
+sha256 of every graph file). Every file is written atomically; each graph has a file of its own, so
+workers that each judge other graphs never write one file. Files are plain JSON, never pickle.
+
+A baseline is refused (one line naming the file) when a graph file's checksum does not match, when it
+was made with another version of the policy, or -- unless the caller allows a jaxlib change, which is
+how a jaxlib bump is gated -- with another jaxlib.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from xlabench.errors import UserInputError
+from xlabench.files import write_atomically
+
+FORMAT = 1
+METADATA_FILE = "metadata.json"
+# Per graph: the fields a baseline keeps of an eval row.
+GRAPH_FIELDS = ("name", "family", "I", "D", "R", "vs_default", "runtime_ratio", "sequence", "calls")
+
+
+class BaselineError(UserInputError):
+    """A baseline that cannot be read or trusted; the message names the file."""
+
+
+def baselines_directory() -> Path:
+    """Where baselines live: $XLABENCH_BASELINES_DIR, else `baselines/` beside the package."""
+    configured = os.environ.get("XLABENCH_BASELINES_DIR")
+    return Path(configured) if configured else Path(__file__).resolve().parents[2] / "baselines"
+
+
+def machine() -> dict[str, Any]:
+    """The machine a baseline's runtimes were measured on."""
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cpu": model, "cores": os.cpu_count(), "system": platform.platform()}
+
+
+def _sha256(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
+def _encode(data: dict[str, Any]) -> bytes:
+    return (json.dumps(data, indent=1, sort_keys=True) + "\n").encode()
+
+
+@dataclass
+class BaselineSet:
+    """The stored baselines of one policy: metadata, and graph records read (and verified) on demand."""
+
+    directory: Path
+    metadata: dict[str, Any]
+
+    @property
+    def policy(self) -> str:
+        """The policy version the baselines were made with (name@vX.Y)."""
+        return str(self.metadata["policy"])
+
+    def graph_names(self) -> list[str]:
+        """Graphs with a stored baseline."""
+        return sorted(self.metadata["graphs"])
+
+    def get(self, graph: str) -> dict[str, Any] | None:
+        """The stored record of `graph` (None when it has none); a tampered file raises BaselineError."""
+        entry = self.metadata["graphs"].get(graph)
+        if entry is None:
+            return None
+        file = self.directory / f"{graph}.json"
+        try:
+            data = file.read_bytes()
+        except OSError as error:
+            raise BaselineError(f"{file}: unreadable: {error.strerror or error}") from None
+        if _sha256(data) != entry["sha256"]:
+            raise BaselineError(
+                f"{file}: checksum mismatch with {self.directory / METADATA_FILE}: the file is corrupt or "
+                "was edited (regenerate with `xlabench baselines update`)"
+            )
+        return json.loads(data)
+
+
+def load(
+    policy_name: str,
+    policy_label: str | None = None,
+    jaxlib_version: str | None = None,
+    allow_jaxlib_change: bool = False,
+    root: Path | None = None,
+) -> BaselineSet | None:
+    """The stored baselines of a policy (None when there are none), checked against what is under test."""
+    directory = (root or baselines_directory()) / policy_name
+    file = directory / METADATA_FILE
+    if not file.exists():
+        return None
+    try:
+        metadata = json.loads(file.read_text())
+    except (OSError, ValueError) as error:
+        raise BaselineError(f"{file}: unreadable: {error}") from None
+    if not isinstance(metadata, dict) or metadata.get("format") != FORMAT or "graphs" not in metadata:
+        raise BaselineError(f"{file}: not a baseline metadata file of format {FORMAT}")
+    update = f"`xlabench baselines update --policy {policy_name}`"
+    if policy_label is not None and metadata.get("policy") != policy_label:
+        raise BaselineError(
+            f"{file}: made with {metadata.get('policy')}, the policy under test is {policy_label}; "
+            f"run {update}"
+        )
+    if jaxlib_version is not None and metadata.get("jaxlib") != jaxlib_version and not allow_jaxlib_change:
+        raise BaselineError(
+            f"{file}: made with jaxlib {metadata.get('jaxlib')}, installed is {jaxlib_version}; to gate "
+            f"the jaxlib change against it pass --xlabench-allow-jaxlib-change, to replace it run {update}"
+        )
+    return BaselineSet(directory, metadata)
+
+
+def write(
+    policy_name: str,
+    policy_label: str,
+    jaxlib_version: str,
+    rows: list[dict[str, Any]],
+    root: Path | None = None,
+) -> Path:
+    """Store one record a graph for the rows that succeeded, then the metadata (atomic writes).
+
+    Graphs already stored for the same policy version and jaxlib that `rows` does not cover are kept;
+    anything made with another version or jaxlib is replaced as a whole.
+    """
+    directory = (root or baselines_directory()) / policy_name
+    previous = None
+    try:
+        previous = load(policy_name, policy_label, jaxlib_version, root=root)
+    except BaselineError:
+        previous = None  # another version, jaxlib or a damaged set: start over
+    graphs: dict[str, Any] = dict(previous.metadata["graphs"]) if previous is not None else {}
+    if previous is None and directory.is_dir():
+        for stale in directory.glob("*.json"):
+            stale.unlink()
+    for row in rows:
+        if "error" in row or row.get("R") is None:
+            continue
+        record = {key: row.get(key) for key in GRAPH_FIELDS}
+        data = _encode(record)
+        write_atomically(directory / f"{row['name']}.json", data)
+        graphs[row["name"]] = {"sha256": _sha256(data), "R": row["R"]}
+    metadata = {
+        "format": FORMAT,
+        "policy": policy_label,
+        "jaxlib": jaxlib_version,
+        "machine": machine(),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "graphs": dict(sorted(graphs.items())),
+    }
+    write_atomically(directory / METADATA_FILE, _encode(metadata))
+    return directory

@@ -1,0 +1,153 @@
+"""The gates one graph and one policy must pass: measure (a greedy rollout and both executables), then judge.
+
+(a) op count within `op_count` of XLA's default: R <= D x (1 + op_count);
+(b) op count no higher than the stored baseline's R (op counts are deterministic: any increase counts);
+(c) runtime: the policy's executable over XLA's default executable (median of interleaved runs in one
+    worker) within 1 + `runtime`, and no more than the stored ratio x (1 + `runtime_noise`);
+(d) every output buffer of the policy's executable equals the default executable's (dtype-aware).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from xlabench.eval.evaluate import evaluate_graph
+from xlabench.graphs import Graph
+from xlabench.policies.policy import Policy
+from xlabench.xla import PassDriver
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    """How far a policy may be from XLA's default and from its baseline before a gate fails."""
+
+    # R may exceed D by this fraction: the shipped general policy's worst graph is R = 1.040 x D.
+    op_count: float = 0.05
+    # Policy runtime / default runtime may exceed 1 by this much (small executables are noisy).
+    runtime: float = 0.5
+    # ... and the stored baseline's ratio by this fraction (two runs of one pair differ this much).
+    runtime_noise: float = 0.3
+
+
+@dataclass
+class Verdict:
+    """The measurements of one graph and policy, the stored baseline, and every gate that failed."""
+
+    graph: str
+    policy: str
+    jaxlib: str
+    disabled_passes: tuple[str, ...]
+    row: dict[str, Any]
+    baseline: dict[str, Any] | None
+    baseline_origin: str | None
+    failures: list[str] = field(default_factory=list)
+
+    def message(self) -> str:
+        """What a failing test prints: graph, policy version, jaxlib, every failed gate, numbers, sequence."""
+        row, change = self.row, ""
+        if self.disabled_passes:
+            change = f" with {', '.join(self.disabled_passes)} disabled"
+        lines = [f"{self.graph} | {self.policy} | jaxlib {self.jaxlib}{change}:"]
+        lines += [f"  FAILED {failure}" for failure in self.failures]
+        if "R" in row:
+            counts = f"  I {row['I']}, D {row['D']}, R {row['R']} (vs_default {row['vs_default']:.4f})"
+            if self.baseline is not None:
+                counts += f"; baseline R {self.baseline['R']}"
+            lines.append(counts)
+            ratio = row.get("runtime_ratio")
+            stored = (self.baseline or {}).get("runtime_ratio")
+            lines.append(
+                "  runtime ratio policy/default "
+                + (f"{ratio:.3f}" if ratio is not None else "-")
+                + (f" (baseline {stored:.3f})" if stored is not None else "")
+            )
+            lines.append(f"  sequence: {' '.join(row['sequence'])}")
+            if self.baseline is not None and self.baseline["sequence"] != row["sequence"]:
+                lines.append(f"  baseline sequence: {' '.join(self.baseline['sequence'])}")
+                lines.append(f"  {first_difference(self.baseline['sequence'], row['sequence'])}")
+        if self.baseline_origin:
+            lines.append(f"  baseline: {self.baseline_origin}")
+        return "\n".join(lines)
+
+    def summary(self) -> dict[str, Any]:
+        """Plain data for the session summary and the JSON report."""
+        row, stored = self.row, self.baseline or {}
+        return {
+            "graph": self.graph,
+            "policy": self.policy,
+            "jaxlib": self.jaxlib,
+            "disabled_passes": list(self.disabled_passes),
+            "D": row.get("D"),
+            "R": row.get("R"),
+            "baseline_R": stored.get("R"),
+            "runtime_ratio": row.get("runtime_ratio"),
+            "baseline_runtime_ratio": stored.get("runtime_ratio"),
+            "sequence": row.get("sequence"),
+            "baseline_sequence": stored.get("sequence"),
+            "failures": self.failures,
+            "damage": damage(row, stored),
+        }
+
+
+def first_difference(before: list[str], after: list[str]) -> str:
+    """Where two pass sequences part: the first step that differs."""
+    for step, (old, new) in enumerate(zip(before, after, strict=False), start=1):
+        if old != new:
+            return f"first difference at step {step}: baseline {old}, now {new}"
+    shorter, longer = (after, before) if len(after) < len(before) else (before, after)
+    extra = longer[len(shorter)]
+    return f"first difference at step {len(shorter) + 1}: {'baseline' if longer is before else 'now'} {extra}"
+
+
+def damage(row: dict[str, Any], baseline: dict[str, Any]) -> float:
+    """How much worse than before, for sorting: the op-count ratio to the baseline (to D without one),
+    plus the runtime ratio's relative change beyond it, scaled down (op counts are exact, runtimes not)."""
+    if row.get("R") is None:
+        return float("inf")
+    reference = baseline.get("R") or row["D"]
+    ops = row["R"] / reference
+    now, before = row.get("runtime_ratio"), baseline.get("runtime_ratio")
+    runtime = (now / before - 1.0) if now and before else 0.0
+    return ops + 0.01 * runtime
+
+
+def measure(driver: PassDriver, graph: Graph, policy: Policy, repeats: int) -> dict[str, Any]:
+    """One `xlabench eval` row for the graph and policy, every timed run kept."""
+    return evaluate_graph(driver, graph, "policy", {"policy": policy}, True, repeats, keep_runs=True)
+
+
+def judge(row: dict[str, Any], baseline: dict[str, Any] | None, tolerances: Tolerances) -> list[str]:
+    """Every gate the measured row fails, one line each."""
+    if "R" not in row or ("error" in row and "outputs_differ" not in row):
+        return [f"the policy could not be run: {row.get('error')}"]
+    failures = []
+    limit = row["D"] * (1 + tolerances.op_count)
+    if row["R"] > limit:
+        failures.append(
+            f"op count vs XLA's default: R {row['R']} > D {row['D']} x {1 + tolerances.op_count:g} "
+            f"(vs_default {row['vs_default']:.4f})"
+        )
+    if baseline is not None and row["R"] > baseline["R"]:
+        grown = row["R"] - baseline["R"]
+        failures.append(
+            f"op count vs baseline: R {row['R']} > baseline R {baseline['R']} "
+            f"(+{grown}, {grown / baseline['R']:+.1%})"
+        )
+    if row.get("outputs_differ"):
+        failures.append(
+            "outputs differ from XLA's default executable: " + "; ".join(row["outputs_differ"][:3])
+        )
+    ratio = row.get("runtime_ratio")
+    if ratio is not None:
+        if ratio > 1 + tolerances.runtime:
+            failures.append(
+                f"runtime vs XLA's default: policy/default {ratio:.3f} > {1 + tolerances.runtime:g}"
+            )
+        stored = (baseline or {}).get("runtime_ratio")
+        if stored and ratio > stored * (1 + tolerances.runtime_noise):
+            failures.append(
+                f"runtime vs baseline: policy/default {ratio:.3f} > baseline {stored:.3f} "
+                f"x {1 + tolerances.runtime_noise:g}"
+            )
+    return failures

@@ -1,0 +1,330 @@
+"""The xlabench pytest plugin (auto-loaded through the `pytest11` entry point when xlabench is installed).
+
+It parametrizes `test_policy_on_graph` (in `xlabench.plugin.suite`; a test module collects it by
+importing it) over every graph of `--xlabench-graphs` and every policy under `policies/` (latest
+version, or `--xlabench-policy NAME[@vX.Y]`), judges each pair with the gates of
+`xlabench.plugin.gates`, runs the Hypothesis semantics check, and ends the session with a table of
+graph, policy, op count and runtime ratio, baseline -> now, sorted by damage (`--xlabench-report FILE`
+writes it as JSON). `--xlabench-disable-pass NAME` turns a pass off in every compile: a compiler change.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from xlabench.plugin.gates import Tolerances
+
+PROPERTY_VERDICT = "xlabench-verdict"
+PROPERTY_COVERAGE = "xlabench-coverage"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The plugin's options, read once per process."""
+
+    graphs: str
+    policies: tuple[str, ...]
+    disabled_passes: tuple[str, ...]
+    report: str | None
+    tolerances: Tolerances
+    repeats: int
+    baselines: Path | None
+    allow_jaxlib_change: bool
+    examples: int
+    seed: int
+
+
+@dataclass(frozen=True)
+class Case:
+    """One parametrization: a graph and a policy version."""
+
+    graph: Any
+    policy_reference: str
+    policy_label: str
+
+
+SETTINGS = pytest.StashKey[Settings]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """The --xlabench-* options (defaults documented in the README)."""
+    defaults = Tolerances()
+    group = parser.getgroup("xlabench", "xlabench: pass-ordering policies against XLA's default pipeline")
+    group.addoption(
+        "--xlabench-graphs",
+        default="all",
+        metavar="SPEC",
+        help="graphs to judge: all (default), a split, a family, a graph, a directory of .hlo files or an "
+        "XLA dump (--xla_dump_to)",
+    )
+    group.addoption(
+        "--xlabench-policy",
+        action="append",
+        default=[],
+        metavar="NAME[@vX.Y]",
+        help="judge this policy (repeatable); default: the latest version of every policy under policies/",
+    )
+    group.addoption(
+        "--xlabench-disable-pass",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="turn this XLA pass off in every compile -- default pipeline, required passes, executables -- "
+        "to simulate a compiler change (repeatable)",
+    )
+    group.addoption("--xlabench-report", metavar="FILE", help="write the session's summary table as JSON")
+    group.addoption(
+        "--xlabench-op-tolerance",
+        type=float,
+        default=defaults.op_count,
+        help=f"gate (a): R <= D x (1 + this) (default {defaults.op_count})",
+    )
+    group.addoption(
+        "--xlabench-runtime-tolerance",
+        type=float,
+        default=defaults.runtime,
+        help=f"gate (c): policy/default runtime <= 1 + this (default {defaults.runtime})",
+    )
+    group.addoption(
+        "--xlabench-runtime-noise",
+        type=float,
+        default=defaults.runtime_noise,
+        help=f"gate (c): runtime ratio <= baseline ratio x (1 + this) (default {defaults.runtime_noise})",
+    )
+    group.addoption(
+        "--xlabench-repeats", type=int, default=20, help="timed runs of each executable (default 20)"
+    )
+    group.addoption(
+        "--xlabench-baselines",
+        metavar="DIR",
+        help="baselines directory (default: $XLABENCH_BASELINES_DIR, else baselines/ beside the package)",
+    )
+    group.addoption(
+        "--xlabench-allow-jaxlib-change",
+        action="store_true",
+        help="judge policies and baselines made with another jaxlib (same action set): gating a jaxlib bump",
+    )
+    group.addoption(
+        "--xlabench-examples",
+        type=int,
+        default=12,
+        help="Hypothesis examples of the semantics check, beyond the ones that cover every pass (default 12)",
+    )
+    group.addoption("--xlabench-seed", type=int, default=0, help="Hypothesis seed (default 0)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Read the options; apply a simulated compiler change to every driver this process makes."""
+    from xlabench.xla.driver import DISABLE_PASSES_VARIABLE
+
+    option = config.getoption
+    settings = Settings(
+        graphs=option("xlabench_graphs"),
+        policies=tuple(option("xlabench_policy")),
+        disabled_passes=tuple(option("xlabench_disable_pass")),
+        report=option("xlabench_report"),
+        tolerances=Tolerances(
+            option("xlabench_op_tolerance"),
+            option("xlabench_runtime_tolerance"),
+            option("xlabench_runtime_noise"),
+        ),
+        repeats=option("xlabench_repeats"),
+        baselines=Path(option("xlabench_baselines")) if option("xlabench_baselines") else None,
+        allow_jaxlib_change=option("xlabench_allow_jaxlib_change"),
+        examples=option("xlabench_examples"),
+        seed=option("xlabench_seed"),
+    )
+    config.stash[SETTINGS] = settings
+    config.pluginmanager.register(SessionSummary(config), "xlabench-summary")
+    if settings.disabled_passes:
+        os.environ[DISABLE_PASSES_VARIABLE] = ",".join(settings.disabled_passes)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize `xlabench_case` over graphs x policies; ids name both."""
+    if "xlabench_case" not in metafunc.fixturenames:
+        return
+    from xlabench.errors import UserInputError
+    from xlabench.graphs import resolve_graphs
+    from xlabench.policies.artifact import policies_directory, policy_names, read_metadata, resolve
+
+    settings = metafunc.config.stash[SETTINGS]
+    try:
+        graphs = resolve_graphs(settings.graphs)
+        references = list(settings.policies) or policy_names()
+        if not references:
+            raise UserInputError(f"no policies in {policies_directory()} (train one with `xlabench retrain`)")
+        labels = []
+        for reference in references:
+            metadata = read_metadata(resolve(reference))
+            labels.append(f"{metadata['name']}@{metadata['version']}")
+    except UserInputError as error:
+        raise pytest.UsageError(f"xlabench: {error}") from None
+    cases = [
+        Case(graph, reference, label)
+        for reference, label in zip(references, labels, strict=True)
+        for graph in graphs
+    ]
+    metafunc.parametrize(
+        "xlabench_case", cases, ids=[f"{case.graph.name}|{case.policy_label}" for case in cases]
+    )
+
+
+class Judge:
+    """Per process: one compiler driver, policies and baselines loaded once, a verdict per case."""
+
+    def __init__(self, settings: Settings) -> None:
+        from xlabench.xla import PassDriver
+        from xlabench.xla.pool import CompilerPool
+
+        self.settings = settings
+        self.pool = CompilerPool(size=1)  # one compiler worker per pytest worker: -n auto fills the cores
+        self.driver = PassDriver(pool=self.pool)
+        self._policies: dict[str, Any] = {}
+        self._baselines: dict[str, Any] = {}
+
+    def policy(self, reference: str) -> Any:
+        """The verified policy (loaded once)."""
+        from xlabench.policies.policy import load_policy
+
+        if reference not in self._policies:
+            self._policies[reference] = load_policy(
+                reference, self.driver, allow_jaxlib_change=self.settings.allow_jaxlib_change
+            )
+        return self._policies[reference]
+
+    def baselines(self, policy: Any) -> Any:
+        """The policy's stored baselines, or None."""
+        from xlabench.baselines.storage import load
+
+        name = policy.artifact.metadata["name"]
+        if name not in self._baselines:
+            self._baselines[name] = load(
+                name,
+                policy.label,
+                self.driver.jaxlib_version,
+                self.settings.allow_jaxlib_change,
+                self.settings.baselines,
+            )
+        return self._baselines[name]
+
+    def verdict(self, case: Case) -> Any:
+        """Measure the case and judge it against XLA's default and the stored baseline."""
+        from xlabench.errors import UserInputError
+        from xlabench.plugin.gates import Verdict, judge, measure
+
+        try:
+            policy = self.policy(case.policy_reference)
+            stored = self.baselines(policy)
+            baseline = stored.get(case.graph.name) if stored is not None else None
+            self.driver.check_disabled_passes()
+        except UserInputError as error:
+            pytest.fail(f"xlabench: {error}", pytrace=False)
+        row = measure(self.driver, case.graph, policy, self.settings.repeats)
+        origin = None
+        if baseline is not None:
+            origin = f"{stored.directory} ({stored.policy}, jaxlib {stored.metadata['jaxlib']})"
+        verdict = Verdict(
+            case.graph.name,
+            policy.label,
+            self.driver.jaxlib_version,
+            self.driver.disabled_passes,
+            row,
+            baseline,
+            origin,
+        )
+        verdict.failures = judge(row, baseline, self.settings.tolerances)
+        return verdict
+
+    def close(self) -> None:
+        """Stop the compiler worker."""
+        self.pool.close()
+
+
+@pytest.fixture(scope="session")
+def xlabench_judge(pytestconfig: pytest.Config) -> Any:
+    """This process's Judge (compiler driver, policies, baselines)."""
+    judge = Judge(pytestconfig.stash[SETTINGS])
+    yield judge
+    judge.close()
+
+
+@pytest.fixture(scope="session")
+def xlabench_settings(pytestconfig: pytest.Config) -> Settings:
+    """The plugin's options."""
+    return pytestconfig.stash[SETTINGS]
+
+
+class SessionSummary:
+    """Collects verdicts and coverage (from xdist workers too: they travel as user properties) and
+    prints the summary table on the controller."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.rows: list[dict[str, Any]] = []
+        self.coverage: dict[str, Any] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Keep what the test recorded."""
+        if report.when != "call":
+            return
+        for name, value in report.user_properties:
+            if name == PROPERTY_VERDICT:
+                self.rows.append(value)
+            elif name == PROPERTY_COVERAGE:
+                self.coverage = value
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """Graph, policy, op count and runtime ratio (baseline -> now), sorted by damage; the JSON report."""
+        if hasattr(self.config, "workerinput"):
+            return
+        if self.coverage:
+            counts = self.coverage["counts"]
+            low, high = min(counts.values(), default=0), max(counts.values(), default=0)
+            terminalreporter.write_sep("-", "xlabench: Hypothesis semantics check")
+            terminalreporter.write_line(
+                f"{self.coverage['examples']} examples; {sum(1 for n in counts.values() if n)} of "
+                f"{len(counts)} action passes exercised (runs per pass: min {low}, max {high})"
+            )
+        settings = self.config.stash[SETTINGS]
+        rows = sorted(self.rows, key=lambda row: (-row["damage"], row["graph"], row["policy"]))
+        if settings.report:
+            from xlabench.files import write_atomically
+
+            document = {"disabled_passes": list(settings.disabled_passes), "results": rows}
+            write_atomically(settings.report, (json.dumps(document, indent=1) + "\n").encode())
+        if not rows:
+            return
+        change = f", {', '.join(settings.disabled_passes)} disabled" if settings.disabled_passes else ""
+        failed = sum(1 for row in rows if row["failures"])
+        terminalreporter.write_sep("-", f"xlabench: {len(rows)} graph x policy, {failed} failed{change}")
+        terminalreporter.write_line(
+            f"{'graph':44} {'policy':14} {'op count (baseline -> now)':>27} {'vs D':>7} "
+            f"{'runtime ratio':>17}  failed gates"
+        )
+        shown = [row for row in rows if row["failures"]] or rows[:10]
+        for row in shown:
+            terminalreporter.write_line(_summary_line(row))
+        if len(shown) < len(rows):
+            terminalreporter.write_line(f"... {len(rows) - len(shown)} more (every gate passed)")
+        if settings.report:
+            terminalreporter.write_line(f"xlabench: report written to {settings.report}")
+
+
+def _summary_line(row: dict[str, Any]) -> str:
+    def number(value: Any, digits: int = 0) -> str:
+        return "-" if value is None else f"{value:.{digits}f}"
+
+    ops = f"{number(row['baseline_R'])} -> {number(row['R'])}"
+    if row["baseline_R"] and row["R"] is not None and row["R"] != row["baseline_R"]:
+        ops += f" ({(row['R'] - row['baseline_R']) / row['baseline_R']:+.1%})"
+    versus = number(row["D"] / row["R"], 4) if row["R"] and row["D"] else "-"
+    runtime = f"{number(row['baseline_runtime_ratio'], 2)} -> {number(row['runtime_ratio'], 2)}"
+    gates = "; ".join(failure.split(":", 1)[0] for failure in row["failures"]) or "ok"
+    return f"{row['graph'][:44]:44} {row['policy'][:14]:14} {ops:>27} {versus:>7} {runtime:>17}  {gates}"

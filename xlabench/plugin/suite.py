@@ -1,0 +1,117 @@
+"""The suite's tests. A test module collects them by importing them (this repository: `tests/test_suite.py`):
+
+    from xlabench.plugin.suite import test_pass_sequences_preserve_outputs, test_policy_on_graph  # noqa: F401
+
+`test_policy_on_graph` runs once per graph and policy (the plugin parametrizes it); its runtime
+measurements go through pytest-benchmark's `benchmark` fixture, so `--benchmark-autosave` and
+`--benchmark-compare` keep and compare them in a serial run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from xlabench.plugin.plugin import PROPERTY_COVERAGE, PROPERTY_VERDICT
+
+_recorded: list[float] = []
+_clock = [0.0]
+
+
+def executable_clock() -> float:
+    """pytest-benchmark's timer here: a clock that advances by the recorded runs of the policy's executable.
+
+    The executable runs in a compiler worker, interleaved with XLA's default executable; the worker
+    times each run. Replaying those times through this clock gives pytest-benchmark the executable's
+    own run times, not the cost of asking the worker.
+    """
+    return _clock[0]
+
+
+def _next_recorded_run() -> None:
+    _clock[0] += _recorded.pop(0)
+
+
+def _record_runs(benchmark: Any, run_seconds: list[float]) -> None:
+    """Hand the measured runs to pytest-benchmark (a no-op when it is disabled, e.g. under xdist)."""
+    if benchmark.disabled or not run_seconds:
+        return
+    _recorded[:] = list(run_seconds)
+    benchmark.pedantic(_next_recorded_run, rounds=len(run_seconds), iterations=1)
+
+
+@pytest.mark.benchmark(timer=executable_clock, group="xlabench: policy executables")
+def test_policy_on_graph(
+    xlabench_case: Any, xlabench_judge: Any, benchmark: Any, record_property: Any
+) -> None:
+    """A policy on a graph passes every gate: op count vs XLA's default and the baseline, runtime, outputs."""
+    verdict = xlabench_judge.verdict(xlabench_case)
+    record_property(PROPERTY_VERDICT, verdict.summary())
+    runs = verdict.row.get("run_seconds") or {}
+    benchmark.extra_info.update(
+        {
+            "R": verdict.row.get("R"),
+            "D": verdict.row.get("D"),
+            "runtime_ratio": verdict.row.get("runtime_ratio"),
+            "default_median_seconds": _median(runs.get("default", [])),
+        }
+    )
+    _record_runs(benchmark, runs.get("sequence", []))
+    if verdict.failures:
+        pytest.fail(verdict.message(), pytrace=False)
+
+
+def test_pass_sequences_preserve_outputs(
+    xlabench_judge: Any, xlabench_settings: Any, record_property: Any
+) -> None:
+    """Hypothesis: any sequence of actions (1-30) leaves every output buffer of a small graph as it was."""
+    from hypothesis import HealthCheck, Phase, example, given, seed, settings
+    from hypothesis import strategies as st
+    from hypothesis.database import DirectoryBasedExampleDatabase
+
+    from xlabench.plugin.semantics import (
+        SemanticsCheck,
+        action_passes,
+        covering_sequences,
+        database_directory,
+        pass_sequences,
+        small_graphs,
+    )
+
+    driver = xlabench_judge.driver
+    graphs = small_graphs(xlabench_settings.graphs)
+    actions = action_passes(driver)
+    check = SemanticsCheck(driver)
+
+    @seed(xlabench_settings.seed)
+    @settings(
+        max_examples=xlabench_settings.examples,
+        deadline=None,
+        database=DirectoryBasedExampleDatabase(database_directory()),
+        suppress_health_check=list(HealthCheck),
+        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],
+    )
+    @given(graph=st.sampled_from(graphs), sequence=pass_sequences(actions))
+    def outputs_match(graph: Any, sequence: list[str]) -> None:
+        outcome = check.run(graph, sequence)
+        assert not outcome.problems, f"{graph.name} after {' '.join(outcome.applied)}: {outcome.problems}"
+
+    for covering in covering_sequences(driver, actions):
+        outputs_match = example(graph=graphs[0], sequence=covering)(outputs_match)
+    try:
+        outputs_match()
+    except AssertionError as failure:
+        reproducer = check.save_reproducer()
+        pytest.fail(f"{failure}\nreproducer: {reproducer} (jaxlib {driver.jaxlib_version})", pytrace=False)
+    finally:
+        counts = {action: check.coverage.get(action, 0) for action in actions}
+        record_property(PROPERTY_COVERAGE, {"examples": check.examples, "counts": counts})
+    missed = [action for action, count in counts.items() if count == 0]
+    assert not missed, f"actions never run: {', '.join(missed)}"
+
+
+def _median(values: list[float]) -> float | None:
+    import statistics
+
+    return statistics.median(values) if values else None
