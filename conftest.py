@@ -11,3 +11,6 @@ _run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID") or f"pid{os.getpid()}"
 _directory = os.path.join(tempfile.gettempdir(), f"xlabench-test-{_run_id}")
 os.environ.setdefault("XLABENCH_CACHE_DIR", os.path.join(_directory, "cache"))
 os.environ.setdefault("XLABENCH_CRASH_DIR", os.path.join(_directory, "crashes"))
+
+# The plugin's own tests run pytest on generated test files.
+pytest_plugins = ["pytester"]

@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from xlabench.errors import UserInputError
+from xlabench.plugin.gates import MIN_RUN_SECONDS
 
 
 def register(subparsers: Any) -> None:
@@ -25,6 +26,13 @@ def register(subparsers: Any) -> None:
         command.add_argument("--graphs", default="all", help="graph SPEC (default: all)")
         command.add_argument("--workers", type=int, default=2, help="compiler worker processes")
         command.add_argument("--repeats", type=int, default=20, help="timed runs of each executable")
+        command.add_argument(
+            "--min-run-time",
+            type=float,
+            default=MIN_RUN_SECONDS,
+            metavar="SECONDS",
+            help=f"time each executable this long in all at least, like the plugin ({MIN_RUN_SECONDS})",
+        )
     update.set_defaults(handler=run_update)
     diff.set_defaults(handler=run_diff)
 
@@ -57,7 +65,15 @@ def _measure(reference: str, args: argparse.Namespace) -> tuple[Any, list[dict[s
             )
         policy = load_policy(reference, driver)
         rows = evaluate_graphs(
-            driver, graphs, "policy", {"policy": policy}, True, args.repeats, args.workers, label=policy.label
+            driver,
+            graphs,
+            "policy",
+            {"policy": policy},
+            True,
+            args.repeats,
+            args.workers,
+            label=policy.label,
+            min_run_seconds=args.min_run_time,
         )
         return policy, rows
     finally:

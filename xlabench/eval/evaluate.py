@@ -66,11 +66,13 @@ def evaluate_graph(
     repeats: int = 20,
     cancel: threading.Event | None = None,
     keep_runs: bool = False,
+    min_run_seconds: float = 0.0,
 ) -> dict[str, Any]:
     """One row of the evaluation: counts, ratios, the sequence and what finding it cost.
 
     Setting `cancel` stops a search at its next compiler call and skips the runtime measurement.
-    `keep_runs` adds every timed run of both executables (`run_seconds`), not just their ratio.
+    `keep_runs` adds every timed run of both executables (`run_seconds`), not just their ratio;
+    `min_run_seconds` times each executable for at least that long in all (more than `repeats` runs).
     """
     row: dict[str, Any] = {"name": graph.name, "family": graph.family}
     try:
@@ -94,7 +96,13 @@ def evaluate_graph(
             inputs = random_inputs(module, seed=0, driver=driver)
             assert found.module is not None
             sequence_run, default_run = execute_against_default(
-                found.module, found.applied, module, inputs, repeats=repeats, driver=driver
+                found.module,
+                found.applied,
+                module,
+                inputs,
+                repeats=repeats,
+                driver=driver,
+                min_seconds=min_run_seconds,
             )
             problems = compare_outputs(default_run.outputs, sequence_run.outputs)
             if problems:
@@ -123,6 +131,7 @@ def evaluate_graphs(
     label: str = "eval",
     ray_address: str | None = None,
     checkpoint: Checkpoint | None = None,
+    min_run_seconds: float = 0.0,
 ) -> list[dict[str, Any]]:
     """`evaluate_graph` over many graphs, `workers` at a time (largest first), with a progress bar.
 
@@ -153,7 +162,9 @@ def evaluate_graphs(
     def run(graph: Graph) -> None:
         if cancel.is_set():
             return
-        row = evaluate_graph(driver, graph, strategy, options, runtime, repeats, cancel)
+        row = evaluate_graph(
+            driver, graph, strategy, options, runtime, repeats, cancel, min_run_seconds=min_run_seconds
+        )
         if cancel.is_set():
             return  # a cancelled search returns its best so far: not a result to keep
         if checkpoint is not None:

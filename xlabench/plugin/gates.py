@@ -17,6 +17,9 @@ from xlabench.graphs import Graph
 from xlabench.policies.policy import Policy
 from xlabench.xla import PassDriver
 
+# Each executable runs at least this long in all (beyond the repeats): small ones need many runs.
+MIN_RUN_SECONDS = 0.25
+
 
 @dataclass(frozen=True)
 class Tolerances:
@@ -112,9 +115,20 @@ def damage(row: dict[str, Any], baseline: dict[str, Any]) -> float:
     return ops + 0.01 * runtime
 
 
-def measure(driver: PassDriver, graph: Graph, policy: Policy, repeats: int) -> dict[str, Any]:
+def measure(
+    driver: PassDriver, graph: Graph, policy: Policy, repeats: int, min_run_seconds: float = MIN_RUN_SECONDS
+) -> dict[str, Any]:
     """One `xlabench eval` row for the graph and policy, every timed run kept."""
-    return evaluate_graph(driver, graph, "policy", {"policy": policy}, True, repeats, keep_runs=True)
+    return evaluate_graph(
+        driver,
+        graph,
+        "policy",
+        {"policy": policy},
+        True,
+        repeats,
+        keep_runs=True,
+        min_run_seconds=min_run_seconds,
+    )
 
 
 def judge(row: dict[str, Any], baseline: dict[str, Any] | None, tolerances: Tolerances) -> list[str]:

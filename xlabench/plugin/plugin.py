@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from xlabench.plugin.gates import Tolerances
+from xlabench.plugin.gates import MIN_RUN_SECONDS, Tolerances
 
 PROPERTY_VERDICT = "xlabench-verdict"
 PROPERTY_COVERAGE = "xlabench-coverage"
@@ -34,6 +34,7 @@ class Settings:
     report: str | None
     tolerances: Tolerances
     repeats: int
+    min_run_seconds: float
     baselines: Path | None
     allow_jaxlib_change: bool
     examples: int
@@ -101,6 +102,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--xlabench-repeats", type=int, default=20, help="timed runs of each executable (default 20)"
     )
     group.addoption(
+        "--xlabench-min-run-time",
+        type=float,
+        default=MIN_RUN_SECONDS,
+        metavar="SECONDS",
+        help=f"time each executable at least this long in all, past the repeats (default {MIN_RUN_SECONDS})",
+    )
+    group.addoption(
         "--xlabench-baselines",
         metavar="DIR",
         help="baselines directory (default: $XLABENCH_BASELINES_DIR, else baselines/ beside the package)",
@@ -135,6 +143,7 @@ def pytest_configure(config: pytest.Config) -> None:
             option("xlabench_runtime_noise"),
         ),
         repeats=option("xlabench_repeats"),
+        min_run_seconds=option("xlabench_min_run_time"),
         baselines=Path(option("xlabench_baselines")) if option("xlabench_baselines") else None,
         allow_jaxlib_change=option("xlabench_allow_jaxlib_change"),
         examples=option("xlabench_examples"),
@@ -226,7 +235,7 @@ class Judge:
             self.driver.check_disabled_passes()
         except UserInputError as error:
             pytest.fail(f"xlabench: {error}", pytrace=False)
-        row = measure(self.driver, case.graph, policy, self.settings.repeats)
+        row = measure(self.driver, case.graph, policy, self.settings.repeats, self.settings.min_run_seconds)
         origin = None
         if baseline is not None:
             origin = f"{stored.directory} ({stored.policy}, jaxlib {stored.metadata['jaxlib']})"

@@ -464,6 +464,9 @@ def compile_and_run(
     return compile_and_run_interleaved(text, disabled_passes, inputs, repeats, warmup)[0]
 
 
+MAX_TIMED_ROUNDS = 2000  # timed rounds of `compile_and_run_interleaved` at most
+
+
 def compile_and_run_interleaved(
     text: str,
     disabled_passes: list[str],
@@ -471,11 +474,14 @@ def compile_and_run_interleaved(
     repeats: int,
     warmup: int,
     others: list[tuple[str, list[str]]] = (),
+    min_seconds: float = 0.0,
 ) -> list[dict[str, Any]]:
     """Compile the module and each of `others` (text, disabled passes); run each once, then time them.
 
     Timed runs alternate between the programs (A B A B ...), so that the machine's noise falls on
-    all of them alike and their ratio is meaningful. Answers come in order: the module, then others.
+    all of them alike and their ratio is meaningful. There are `repeats` rounds, or more, until every
+    program has run for `min_seconds` in all (at most MAX_TIMED_ROUNDS): a 0.3 ms executable needs
+    hundreds of runs for a stable median on a busy machine. Answers come in order: the module, then others.
     """
     import jax
 
@@ -510,11 +516,15 @@ def compile_and_run_interleaved(
         for _ in range(warmup):
             for executable, _ in compiled:
                 run_once(executable)
-        for _ in range(repeats):
+        rounds = 0
+        while rounds < repeats or (
+            rounds < MAX_TIMED_ROUNDS and min(sum(answer["run_seconds"]) for answer in answers) < min_seconds
+        ):
             for (executable, _), answer in zip(compiled, answers, strict=True):
                 begun = time.perf_counter()
                 run_once(executable)
                 answer["run_seconds"].append(time.perf_counter() - begun)
+            rounds += 1
     except Exception as error:
         raise CompilerFailure(f"execution failed: {_first_line(error)}") from None
     return answers

@@ -113,13 +113,15 @@ def execute_against_default(
     repeats: int = 20,
     warmup: int = 3,
     driver: PassDriver | None = None,
+    min_seconds: float = 0.0,
 ) -> tuple[Execution, Execution]:
     """A sequence's executable and XLA's default executable of the original, timed in turn.
 
     `result` is the module after the sequence (`applied` its pass instances); it is compiled as in
     `execute(..., required_only=True)`, the original with XLA's default pipeline. Both are compiled
     in one worker and their timed runs alternate, so their median ratio is what the sequence did
-    to runtime, not what the machine did in between.
+    to runtime, not what the machine did in between. Runs continue past `repeats` until each
+    executable has run `min_seconds` in all.
     """
     driver = driver or default_driver()
     counted, disabled = _sequence_program(driver, result, applied)
@@ -132,6 +134,7 @@ def execute_against_default(
         repeats=repeats,
         warmup=warmup,
         others=[(original.text, [])],
+        min_seconds=min_seconds,
     )
     return _execution(answers[0]), _execution(answers[1])
 

@@ -1,0 +1,68 @@
+"""Stored baselines: atomic per-graph files with checksums, refused in one line when they do not fit."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from xlabench.baselines.storage import BaselineError, load, write
+
+ROWS = [
+    {"name": "g1", "family": "f", "I": 10, "D": 8, "R": 8, "vs_default": 1.0, "runtime_ratio": 1.01,
+     "sequence": ["algsimp", "cse"], "calls": 3},
+    {"name": "g2", "family": "f", "I": 20, "D": 15, "R": 16, "vs_default": 0.9375, "runtime_ratio": 0.99,
+     "sequence": ["cse"], "calls": 2},
+    {"name": "g3", "family": "f", "I": 5, "error": "compile failed"},
+]  # fmt: skip
+
+
+def test_written_baselines_load_back_per_graph(tmp_path):
+    directory = write("general", "general@v1.0", "0.10.2", ROWS, root=tmp_path)
+    assert sorted(path.name for path in directory.iterdir()) == ["g1.json", "g2.json", "metadata.json"]
+    stored = load("general", "general@v1.0", "0.10.2", root=tmp_path)
+    assert stored.graph_names() == ["g1", "g2"]  # the failed graph is not a baseline
+    assert stored.get("g2")["R"] == 16 and stored.get("g1")["sequence"] == ["algsimp", "cse"]
+    assert stored.get("g3") is None
+    assert stored.metadata["machine"]["cores"] >= 1
+    assert load("gpt2", root=tmp_path) is None
+
+
+def test_a_partial_update_keeps_the_other_graphs(tmp_path):
+    write("general", "general@v1.0", "0.10.2", ROWS, root=tmp_path)
+    write("general", "general@v1.0", "0.10.2", [{**ROWS[0], "R": 7}], root=tmp_path)
+    stored = load("general", "general@v1.0", "0.10.2", root=tmp_path)
+    assert stored.get("g1")["R"] == 7 and stored.get("g2")["R"] == 16
+    # Another policy version replaces the set as a whole.
+    write("general", "general@v1.1", "0.10.2", [ROWS[1]], root=tmp_path)
+    assert load("general", "general@v1.1", "0.10.2", root=tmp_path).graph_names() == ["g2"]
+    assert not (tmp_path / "general" / "g1.json").exists()
+
+
+def test_an_edited_graph_file_is_refused_naming_it(tmp_path):
+    directory = write("general", "general@v1.0", "0.10.2", ROWS, root=tmp_path)
+    record = json.loads((directory / "g1.json").read_text())
+    (directory / "g1.json").write_text(json.dumps({**record, "R": 1}))
+    stored = load("general", "general@v1.0", "0.10.2", root=tmp_path)
+    with pytest.raises(BaselineError, match=r"g1\.json: checksum mismatch"):
+        stored.get("g1")
+
+
+def test_another_policy_version_or_jaxlib_is_refused_in_one_line(tmp_path):
+    write("general", "general@v1.0", "0.10.2", ROWS, root=tmp_path)
+    with pytest.raises(
+        BaselineError, match="made with general@v1.0, the policy under test is general@v1.1"
+    ) as error:
+        load("general", "general@v1.1", "0.10.2", root=tmp_path)
+    assert "\n" not in str(error.value)
+    with pytest.raises(BaselineError, match="made with jaxlib 0.10.2, installed is 0.11.0"):
+        load("general", "general@v1.0", "0.11.0", root=tmp_path)
+    # Gating a jaxlib bump compares against the old jaxlib's baselines on purpose.
+    assert load("general", "general@v1.0", "0.11.0", allow_jaxlib_change=True, root=tmp_path) is not None
+
+
+def test_a_damaged_metadata_file_is_refused(tmp_path):
+    (tmp_path / "general").mkdir()
+    (tmp_path / "general" / "metadata.json").write_text("{not json")
+    with pytest.raises(BaselineError, match=r"general/metadata\.json: unreadable"):
+        load("general", root=tmp_path)

@@ -1,0 +1,126 @@
+"""The pytest plugin, run the way users run it (pytester: a real pytest process on a generated test file)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from xlabench.cli import main
+
+GRAPH = "gpt2-l1-d64-h2-s32-b2-f32"
+SUITE = (
+    "from xlabench.plugin.suite import test_pass_sequences_preserve_outputs, test_policy_on_graph  # noqa\n"
+)
+# Turns XLA's fusion off in the policy's executable only: a deliberately slower executable (~1.7x here).
+SLOWED = """
+import xlabench.xla.execute as execute
+
+_original = execute._sequence_program
+
+
+def _without_fusion(driver, module, applied):
+    counted, disabled = _original(driver, module, applied)
+    return counted, [*disabled, "fusion"]
+
+
+execute._sequence_program = _without_fusion
+"""
+
+
+@pytest.fixture(scope="module")
+def baselines_root(tmp_path_factory):
+    """Baselines of the shipped general policy on GRAPH, stored by `xlabench baselines update`."""
+    root = tmp_path_factory.mktemp("baselines")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XLABENCH_BASELINES_DIR", str(root))
+        assert main(["baselines", "update", "--policy", "general", "--graphs", GRAPH, "--workers", "1"]) == 0
+    return root
+
+
+def run_suite(pytester, baselines_root, *options):
+    pytester.makepyfile(test_suite=SUITE)
+    return pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-k", "policy_on_graph", "--xlabench-graphs", GRAPH,
+        "--xlabench-policy", "general", "--xlabench-baselines", str(baselines_root), *options,
+    )  # fmt: skip
+
+
+def test_a_policy_at_its_baseline_passes_and_is_reported(pytester, baselines_root):
+    report = pytester.path / "report.json"
+    result = run_suite(pytester, baselines_root, "--xlabench-report", str(report))
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*xlabench: 1 graph x policy, 0 failed*", f"{GRAPH}*general@v1.0*ok"])
+    [row] = json.loads(report.read_text())["results"]
+    assert row["graph"] == GRAPH and row["R"] == row["baseline_R"] and row["failures"] == []
+
+
+def test_a_disabled_pass_fails_with_graph_policy_and_numbers(pytester, baselines_root):
+    report = pytester.path / "report.json"
+    result = run_suite(
+        pytester, baselines_root, "--xlabench-disable-pass", "algsimp", "--xlabench-report", str(report)
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            f"*{GRAPH} | general@v1.0 | jaxlib * with algsimp disabled:",
+            "*FAILED op count vs baseline: R * > baseline R *",
+            "*sequence: *",
+            "*xlabench: 1 graph x policy, 1 failed, algsimp disabled*",
+        ]
+    )
+    [row] = json.loads(report.read_text())["results"]
+    assert row["R"] > row["baseline_R"] and row["disabled_passes"] == ["algsimp"]
+
+
+def test_a_slowed_executable_fails_the_runtime_gate_under_xdist(pytester, baselines_root):
+    pytester.makeconftest(SLOWED)
+    result = run_suite(pytester, baselines_root, "-n", "2")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*FAILED runtime vs *policy/default *"])
+    assert "op count vs" not in result.stdout.str()  # op counts are counted before the executable
+
+
+def test_an_edited_baseline_is_refused_in_one_line(pytester, baselines_root, tmp_path):
+    edited = tmp_path / "baselines"
+    shutil.copytree(baselines_root, edited)
+    record = edited / "general" / f"{GRAPH}.json"
+    record.write_text(record.read_text().replace('"R": ', '"R": 1'))
+    result = run_suite(pytester, edited)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"*{GRAPH}.json: checksum mismatch*"])
+
+
+def test_an_unknown_graph_or_pass_is_a_usage_error(pytester, baselines_root):
+    pytester.makepyfile(test_suite=SUITE)
+    result = pytester.runpytest_subprocess("--xlabench-graphs", "no-such-graph")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*xlabench: no-such-graph*"])
+    result = run_suite(pytester, baselines_root, "--xlabench-disable-pass", "algsmip")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*algsmip: cannot disable an unknown pass*(did you mean*algsimp*"])
+
+
+def test_runtimes_go_through_pytest_benchmark_in_a_serial_run(pytester, baselines_root):
+    storage = f"file://{pytester.path / 'benchmarks'}"
+    first = run_suite(pytester, baselines_root, "--benchmark-autosave", f"--benchmark-storage={storage}")
+    first.assert_outcomes(passed=1)
+    second = run_suite(pytester, baselines_root, "--benchmark-compare", f"--benchmark-storage={storage}")
+    second.assert_outcomes(passed=1)
+    # Both runs in one table: the saved one (0001) and this one (NOW).
+    second.stdout.fnmatch_lines(["*test_policy_on_graph*0001*", "*test_policy_on_graph*NOW*"])
+
+
+def test_the_semantics_check_runs_every_action_pass(pytester):
+    from xlabench.plugin.semantics import action_passes
+    from xlabench.xla import default_driver
+
+    actions = action_passes(default_driver())
+    pytester.makepyfile(test_suite=SUITE)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-k", "preserve_outputs",
+        "--xlabench-graphs", "mlp_mixer", "--xlabench-examples", "2",
+    )  # fmt: skip
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([f"* examples; {len(actions)} of {len(actions)} action passes exercised*"])
