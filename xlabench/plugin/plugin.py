@@ -151,8 +151,42 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.stash[SETTINGS] = settings
     config.pluginmanager.register(SessionSummary(config), "xlabench-summary")
+    _check_given_options(config, settings)
     if settings.disabled_passes:
         os.environ[DISABLE_PASSES_VARIABLE] = ",".join(settings.disabled_passes)
+
+
+def _check_given_options(config: pytest.Config, settings: Settings) -> None:
+    """A mistyped graph SPEC, policy or pass stops pytest at once with one line (only options given:
+    a plain `pytest` in a project without policies must not fail for the plugin being installed)."""
+    from xlabench.errors import UserInputError
+
+    try:
+        if settings.policies or config.getoption("xlabench_graphs") != "all":
+            suite_cases(settings)
+        if settings.disabled_passes:
+            from xlabench.xla import PassDriver
+
+            PassDriver(use_cache=False, disabled_passes=settings.disabled_passes).check_disabled_passes()
+    except UserInputError as error:
+        raise pytest.UsageError(f"xlabench: {error}") from None
+
+
+def suite_cases(settings: Settings) -> list[Case]:
+    """Every graph of the settings' SPEC x every policy (given, or the latest of each under policies/)."""
+    from xlabench.errors import UserInputError
+    from xlabench.graphs import resolve_graphs
+    from xlabench.policies.artifact import policies_directory, policy_names, read_metadata, resolve
+
+    graphs = resolve_graphs(settings.graphs)
+    references = list(settings.policies) or policy_names()
+    if not references:
+        raise UserInputError(f"no policies in {policies_directory()} (train one with `xlabench retrain`)")
+    cases = []
+    for reference in references:
+        metadata = read_metadata(resolve(reference))
+        cases += [Case(graph, reference, f"{metadata['name']}@{metadata['version']}") for graph in graphs]
+    return cases
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -160,29 +194,22 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "xlabench_case" not in metafunc.fixturenames:
         return
     from xlabench.errors import UserInputError
-    from xlabench.graphs import resolve_graphs
-    from xlabench.policies.artifact import policies_directory, policy_names, read_metadata, resolve
 
-    settings = metafunc.config.stash[SETTINGS]
     try:
-        graphs = resolve_graphs(settings.graphs)
-        references = list(settings.policies) or policy_names()
-        if not references:
-            raise UserInputError(f"no policies in {policies_directory()} (train one with `xlabench retrain`)")
-        labels = []
-        for reference in references:
-            metadata = read_metadata(resolve(reference))
-            labels.append(f"{metadata['name']}@{metadata['version']}")
+        cases = suite_cases(metafunc.config.stash[SETTINGS])
     except UserInputError as error:
-        raise pytest.UsageError(f"xlabench: {error}") from None
-    cases = [
-        Case(graph, reference, label)
-        for reference, label in zip(references, labels, strict=True)
-        for graph in graphs
-    ]
-    metafunc.parametrize(
-        "xlabench_case", cases, ids=[f"{case.graph.name}|{case.policy_label}" for case in cases]
-    )
+        # Given options were checked at start-up; what is left (no policies at all) fails one test.
+        metafunc.parametrize("xlabench_case", [UnusableSuite(str(error))], ids=["unusable"])
+        return
+    ids = [f"{case.graph.name}|{case.policy_label}" for case in cases]
+    metafunc.parametrize("xlabench_case", cases, ids=ids)
+
+
+@dataclass(frozen=True)
+class UnusableSuite:
+    """Stands in for the cases when there are none to make: why."""
+
+    reason: str
 
 
 class Judge:
@@ -228,6 +255,8 @@ class Judge:
         from xlabench.errors import UserInputError
         from xlabench.plugin.gates import Verdict, judge, measure
 
+        if isinstance(case, UnusableSuite):
+            pytest.fail(f"xlabench: {case.reason}", pytrace=False)
         try:
             policy = self.policy(case.policy_reference)
             stored = self.baselines(policy)
