@@ -78,7 +78,14 @@ def test_a_slowed_executable_fails_the_runtime_gate_under_xdist(pytester, baseli
     pytester.makeconftest(SLOWED)
     result = run_suite(pytester, baselines_root, "-n", "2")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*FAILED runtime vs *policy/default *"])
+    # The summary table is the controller's, from the verdicts the xdist workers sent.
+    result.stdout.fnmatch_lines(
+        [
+            "*FAILED runtime vs *policy/default *",
+            "*xlabench: 1 graph x policy, 1 failed*",
+            f"{GRAPH}*runtime vs*",
+        ]
+    )
     assert "op count vs" not in result.stdout.str()  # op counts are counted before the executable
 
 

@@ -23,7 +23,10 @@ def register(subparsers: Any) -> None:
             action="append",
             help="NAME or NAME@vX.Y (repeatable; default: the latest version of every policy)",
         )
-        command.add_argument("--graphs", default="all", help="graph SPEC (default: all)")
+        command.add_argument(
+            "--graphs",
+            help="graph SPEC (default: the policy's scope, as in the plugin: all, or its families)",
+        )
         command.add_argument("--workers", type=int, default=2, help="compiler worker processes")
         command.add_argument("--repeats", type=int, default=20, help="timed runs of each executable")
         command.add_argument(
@@ -50,11 +53,11 @@ def _measure(reference: str, args: argparse.Namespace) -> tuple[Any, list[dict[s
     """Load a policy and evaluate it on the graphs, runtimes included."""
     from xlabench.eval.evaluate import evaluate_graphs
     from xlabench.graphs import resolve_graphs
+    from xlabench.policies.artifact import graph_scope
     from xlabench.policies.policy import load_policy
     from xlabench.xla import PassDriver
     from xlabench.xla.pool import CompilerPool
 
-    graphs = resolve_graphs(args.graphs)
     pool = CompilerPool(size=max(1, args.workers))
     try:
         driver = PassDriver(pool=pool)
@@ -64,6 +67,7 @@ def _measure(reference: str, args: argparse.Namespace) -> tuple[Any, list[dict[s
                 "the whole compiler; unset it"
             )
         policy = load_policy(reference, driver)
+        graphs = resolve_graphs(args.graphs or graph_scope(policy.artifact.metadata))
         rows = evaluate_graphs(
             driver,
             graphs,

@@ -10,12 +10,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from xlabench.eval.evaluate import evaluate_graph
-from xlabench.graphs import Graph
-from xlabench.policies.policy import Policy
-from xlabench.xla import PassDriver
+if TYPE_CHECKING:  # the plugin loads with every pytest run: the compiler side is imported when used
+    from xlabench.graphs import Graph
+    from xlabench.policies.policy import Policy
+    from xlabench.xla import PassDriver
 
 # Each executable runs at least this long in all (beyond the repeats): small ones need many runs.
 MIN_RUN_SECONDS = 0.25
@@ -119,6 +119,8 @@ def measure(
     driver: PassDriver, graph: Graph, policy: Policy, repeats: int, min_run_seconds: float = MIN_RUN_SECONDS
 ) -> dict[str, Any]:
     """One `xlabench eval` row for the graph and policy, every timed run kept."""
+    from xlabench.eval.evaluate import evaluate_graph
+
     return evaluate_graph(
         driver,
         graph,

@@ -29,6 +29,7 @@ class Settings:
     """The plugin's options, read once per process."""
 
     graphs: str
+    graphs_given: bool
     policies: tuple[str, ...]
     disabled_passes: tuple[str, ...]
     report: str | None
@@ -59,10 +60,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("xlabench", "xlabench: pass-ordering policies against XLA's default pipeline")
     group.addoption(
         "--xlabench-graphs",
-        default="all",
         metavar="SPEC",
-        help="graphs to judge: all (default), a split, a family, a graph, a directory of .hlo files or an "
-        "XLA dump (--xla_dump_to)",
+        help="graphs to judge every policy on: all, a split, a family, a graph, a directory of .hlo files or "
+        "an XLA dump (--xla_dump_to); default: each policy's scope (all graphs, or the families it was "
+        "trained on)",
     )
     group.addoption(
         "--xlabench-policy",
@@ -133,7 +134,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
     option = config.getoption
     settings = Settings(
-        graphs=option("xlabench_graphs"),
+        graphs=option("xlabench_graphs") or "all",
+        graphs_given=option("xlabench_graphs") is not None,
         policies=tuple(option("xlabench_policy")),
         disabled_passes=tuple(option("xlabench_disable_pass")),
         report=option("xlabench_report"),
@@ -162,7 +164,7 @@ def _check_given_options(config: pytest.Config, settings: Settings) -> None:
     from xlabench.errors import UserInputError
 
     try:
-        if settings.policies or config.getoption("xlabench_graphs") != "all":
+        if settings.policies or settings.graphs_given:
             suite_cases(settings)
         if settings.disabled_passes:
             from xlabench.xla import PassDriver
@@ -173,18 +175,26 @@ def _check_given_options(config: pytest.Config, settings: Settings) -> None:
 
 
 def suite_cases(settings: Settings) -> list[Case]:
-    """Every graph of the settings' SPEC x every policy (given, or the latest of each under policies/)."""
+    """Graphs x policies (given, or the latest of each under policies/). Without `--xlabench-graphs`,
+    each policy is judged on its scope (`graph_scope`): a policy trained on one family, on that family."""
     from xlabench.errors import UserInputError
     from xlabench.graphs import resolve_graphs
-    from xlabench.policies.artifact import policies_directory, policy_names, read_metadata, resolve
+    from xlabench.policies.artifact import (
+        graph_scope,
+        policies_directory,
+        policy_names,
+        read_metadata,
+        resolve,
+    )
 
-    graphs = resolve_graphs(settings.graphs)
     references = list(settings.policies) or policy_names()
     if not references:
         raise UserInputError(f"no policies in {policies_directory()} (train one with `xlabench retrain`)")
+    given = resolve_graphs(settings.graphs)
     cases = []
     for reference in references:
         metadata = read_metadata(resolve(reference))
+        graphs = given if settings.graphs_given else resolve_graphs(graph_scope(metadata))
         cases += [Case(graph, reference, f"{metadata['name']}@{metadata['version']}") for graph in graphs]
     return cases
 

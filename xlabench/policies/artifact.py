@@ -236,6 +236,22 @@ def load(
     return Artifact(path, metadata, tensors)
 
 
+def graph_scope(metadata: dict[str, Any]) -> str:
+    """The graphs a policy is judged on by default, as a SPEC: every graph for a policy trained on a
+    whole split (`all`), else the families it was trained on (`train:gpt2` -> `gpt2`)."""
+    from xlabench.graphs import resolve_graphs
+    from xlabench.graphs.suite import SPLITS
+
+    trained = str(metadata.get("training", {}).get("graphs") or "all")
+    if trained == "all" or trained in SPLITS:
+        return "all"
+    try:
+        families = sorted({graph.family for graph in resolve_graphs(trained)})
+    except UserInputError:
+        return "all"  # trained on graphs this suite does not have: judge it everywhere
+    return ",".join(families)
+
+
 def summary_line(metadata: dict[str, Any]) -> str:
     """One line about a version: algorithm, training, and its eval geomeans."""
     training = metadata.get("training", {})

@@ -369,15 +369,18 @@ class PassDriver:
             return arguments
         self.check_disabled_passes()
         changed = dict(arguments)
+
+        def add(disabled: list[str]) -> list[str]:
+            # Already off (a single-pass compile turns off all but one pass): the very same compile, and
+            # its cache key stays valid across the change.
+            if set(self.disabled_passes) <= set(disabled):
+                return disabled
+            return list(dict.fromkeys([*disabled, *self.disabled_passes]))
+
         if "disabled_passes" in changed:
-            changed["disabled_passes"] = list(
-                dict.fromkeys([*changed["disabled_passes"], *self.disabled_passes])
-            )
+            changed["disabled_passes"] = add(changed["disabled_passes"])
         if "others" in changed:  # further programs compiled in the same call: (text, disabled passes)
-            changed["others"] = [
-                (text, list(dict.fromkeys([*disabled, *self.disabled_passes])))
-                for text, disabled in changed["others"]
-            ]
+            changed["others"] = [(text, add(disabled)) for text, disabled in changed["others"]]
         return changed
 
     def check_disabled_passes(self) -> None:
