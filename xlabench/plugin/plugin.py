@@ -275,6 +275,18 @@ class Judge:
         except UserInputError as error:
             pytest.fail(f"xlabench: {error}", pytrace=False)
         row = measure(self.driver, case.graph, policy, self.settings.repeats, self.settings.min_run_seconds)
+        failures = judge(row, baseline, self.settings.tolerances)
+        if any(failure.startswith("runtime") for failure in failures):
+            # Runtimes are noisy on a busy machine: a runtime failure stands only if a second measurement
+            # (the rollout comes from the cache, the executables are compiled and timed again) shows it too.
+            again = measure(
+                self.driver, case.graph, policy, self.settings.repeats, self.settings.min_run_seconds
+            )
+            confirmed = judge(again, baseline, self.settings.tolerances)
+            if not any(failure.startswith("runtime") for failure in confirmed):
+                row, failures = again, confirmed
+            else:
+                row["runtime_ratios_measured"] = [row.get("runtime_ratio"), again.get("runtime_ratio")]
         origin = None
         if baseline is not None:
             origin = f"{stored.directory} ({stored.policy}, jaxlib {stored.metadata['jaxlib']})"
@@ -287,7 +299,7 @@ class Judge:
             baseline,
             origin,
         )
-        verdict.failures = judge(row, baseline, self.settings.tolerances)
+        verdict.failures = failures
         return verdict
 
     def close(self) -> None:
