@@ -55,6 +55,15 @@ def test_apply_reports_every_step_and_writes_a_reloadable_module(capsys, tmp_pat
     assert HloModule.from_file(output).op_count == 4
 
 
+def test_apply_check_outputs_runs_the_result_against_xlas_default(capsys, tmp_path, data_directory):
+    source = str(data_directory / "redundant.hlo")
+    code, out, _ = run(
+        capsys, "apply", source, "algsimp", "cse", "-o", str(tmp_path / "o.hlo"), "--check-outputs"
+    )
+    assert code == 0
+    assert "outputs: every buffer matches XLA's default executable" in out
+
+
 @pytest.mark.parametrize(
     ("make_argv", "message"),
     [
