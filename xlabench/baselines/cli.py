@@ -64,10 +64,10 @@ def _measure(reference: str, args: argparse.Namespace) -> tuple[Any, list[dict[s
     pool = CompilerPool(size=max(1, args.workers))
     try:
         driver = PassDriver(pool=pool)
-        if driver.disabled_passes:
+        if driver.disabled_passes and args.handler is run_update:
             raise UserInputError(
                 f"XLABENCH_DISABLE_PASSES={','.join(driver.disabled_passes)}: baselines are measured with "
-                "the whole compiler; unset it"
+                "the whole compiler; unset it (`xlabench baselines diff` shows what the change does)"
             )
         policy = load_policy(reference, driver)
         graphs = resolve_graphs(args.graphs or graph_scope(policy.artifact.metadata))

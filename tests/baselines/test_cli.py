@@ -1,0 +1,25 @@
+"""`xlabench baselines update|diff` on a small graph with the shipped general policy."""
+
+from __future__ import annotations
+
+from xlabench.baselines.storage import load
+from xlabench.cli import main
+
+GRAPH = "mlp_mixer-infer-l2-d64-p4-i16-b2-bf16"
+
+
+def test_update_stores_and_diff_shows_what_a_compiler_change_does(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("XLABENCH_BASELINES_DIR", str(tmp_path))
+    options = ["--policy", "general", "--graphs", GRAPH, "--workers", "1", "--min-run-time", "0.05"]
+    assert main(["baselines", "update", *options]) == 0
+    stored = load("general", root=tmp_path).get(GRAPH)
+    assert stored["R"] <= stored["D"] and stored["sequence"] and stored["runtime_ratio"] > 0
+    capsys.readouterr()
+    assert main(["baselines", "diff", *options]) == 0
+    assert "(1 graphs, 0 changed)" in capsys.readouterr().out
+    # The same compiler without algsimp: diff names the graph and the op count it grew to; update refuses.
+    monkeypatch.setenv("XLABENCH_DISABLE_PASSES", "algsimp")
+    assert main(["baselines", "diff", *options]) == 1
+    assert f"{GRAPH}: R {stored['R']} -> " in capsys.readouterr().out
+    assert main(["baselines", "update", *options]) == 2
+    assert "baselines are measured with the whole compiler" in capsys.readouterr().err
