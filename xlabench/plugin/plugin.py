@@ -263,7 +263,7 @@ class Judge:
     def verdict(self, case: Case) -> Any:
         """Measure the case and judge it against XLA's default and the stored baseline."""
         from xlabench.errors import UserInputError
-        from xlabench.plugin.gates import Verdict, judge, measure
+        from xlabench.plugin.gates import Verdict, judge, known_failures, measure
 
         if isinstance(case, UnusableSuite):
             pytest.fail(f"xlabench: {case.reason}", pytrace=False)
@@ -299,7 +299,7 @@ class Judge:
             baseline,
             origin,
         )
-        verdict.failures = failures
+        verdict.failures, verdict.known = known_failures(failures, baseline, self.settings.tolerances)
         return verdict
 
     def close(self) -> None:
@@ -363,12 +363,16 @@ class SessionSummary:
             return
         change = f", {', '.join(settings.disabled_passes)} disabled" if settings.disabled_passes else ""
         failed = sum(1 for row in rows if row["failures"])
-        terminalreporter.write_sep("-", f"xlabench: {len(rows)} graph x policy, {failed} failed{change}")
+        known = sum(1 for row in rows if row.get("known") and not row["failures"])
+        terminalreporter.write_sep(
+            "-",
+            f"xlabench: {len(rows)} graph x policy, {failed} failed, {known} known from the baseline{change}",
+        )
         terminalreporter.write_line(
             f"{'graph':44} {'policy':14} {'op count (baseline -> now)':>27} {'vs D':>7} "
             f"{'runtime ratio':>17}  failed gates"
         )
-        shown = [row for row in rows if row["failures"]] or rows[:10]
+        shown = [row for row in rows if row["failures"] or row.get("known")] or rows[:10]
         for row in shown:
             terminalreporter.write_line(_summary_line(row))
         if len(shown) < len(rows):
@@ -386,5 +390,7 @@ def _summary_line(row: dict[str, Any]) -> str:
         ops += f" ({(row['R'] - row['baseline_R']) / row['baseline_R']:+.1%})"
     versus = number(row["D"] / row["R"], 4) if row["R"] and row["D"] else "-"
     runtime = f"{number(row['baseline_runtime_ratio'], 2)} -> {number(row['runtime_ratio'], 2)}"
-    gates = "; ".join(failure.split(":", 1)[0] for failure in row["failures"]) or "ok"
+    gates = "; ".join(failure.split(":", 1)[0] for failure in row["failures"])
+    known = "; ".join(f"known: {failure.split(':', 1)[0]}" for failure in row.get("known", []))
+    gates = "; ".join(part for part in (gates, known) if part) or "ok"
     return f"{row['graph'][:44]:44} {row['policy'][:14]:14} {ops:>27} {versus:>7} {runtime:>17}  {gates}"

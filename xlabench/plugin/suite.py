@@ -60,6 +60,8 @@ def test_policy_on_graph(
     _record_runs(benchmark, runs.get("sequence", []))
     if verdict.failures:
         pytest.fail(verdict.message(), pytrace=False)
+    if verdict.known:
+        pytest.xfail(verdict.message())
 
 
 def test_pass_sequences_preserve_outputs(
