@@ -11,7 +11,6 @@ writes it as JSON). `--xlabench-disable-pass NAME` turns a pass off in every com
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -129,9 +128,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Read the options; apply a simulated compiler change to every driver this process makes."""
-    from xlabench.xla.driver import DISABLE_PASSES_VARIABLE
-
+    """Read the options, check the ones given, register the session summary."""
     option = config.getoption
     settings = Settings(
         graphs=option("xlabench_graphs") or "all",
@@ -154,8 +151,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SETTINGS] = settings
     config.pluginmanager.register(SessionSummary(config), "xlabench-summary")
     _check_given_options(config, settings)
-    if settings.disabled_passes:
-        os.environ[DISABLE_PASSES_VARIABLE] = ",".join(settings.disabled_passes)
 
 
 def _check_given_options(config: pytest.Config, settings: Settings) -> None:
@@ -231,7 +226,8 @@ class Judge:
 
         self.settings = settings
         self.pool = CompilerPool(size=1)  # one compiler worker per pytest worker: -n auto fills the cores
-        self.driver = PassDriver(pool=self.pool)
+        # The simulated compiler change is this driver's alone: other tests in the session keep the compiler.
+        self.driver = PassDriver(pool=self.pool, disabled_passes=settings.disabled_passes or None)
         self._policies: dict[str, Any] = {}
         self._baselines: dict[str, Any] = {}
 
