@@ -9,6 +9,7 @@ the next observation needs; no search, no lookahead.
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,9 @@ class Policy:
             ) from None
         self.network.set_training_mode(False)
         self._torch = torch
+        # stable-baselines3's distribution objects keep the last logits on the network: two threads
+        # (`xlabench eval --workers 2` rolls out two graphs at once) would read each other's.
+        self._lock = threading.Lock()
 
     @property
     def label(self) -> str:
@@ -61,7 +65,7 @@ class Policy:
     def act(self, observation: dict[str, np.ndarray], mask: np.ndarray) -> int:
         """The most likely allowed action (deterministic)."""
         tensor, _ = self.network.obs_to_tensor(observation)
-        with self._torch.no_grad():
+        with self._lock, self._torch.no_grad():
             if self.algorithm == "dqn":
                 scores = self.network.q_net(tensor)
             else:
