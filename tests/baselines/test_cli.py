@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from xlabench.baselines.cli import median_rows
 from xlabench.baselines.storage import load
 from xlabench.cli import main
 
@@ -14,6 +15,9 @@ def test_update_stores_and_diff_shows_what_a_compiler_change_does(tmp_path, monk
     assert main(["baselines", "update", *options]) == 0
     stored = load("general", root=tmp_path).get(GRAPH)
     assert stored["R"] <= stored["D"] and stored["sequence"] and stored["runtime_ratio"] > 0
+    # The stored ratio is the median of three measurements (each with its own compiles and runs).
+    ratios = stored["runtime_ratios"]
+    assert len(ratios) == 3 and stored["runtime_ratio"] == sorted(ratios)[1]
     capsys.readouterr()
     assert main(["baselines", "diff", *options]) == 0
     assert "(1 graphs, 0 changed)" in capsys.readouterr().out
@@ -23,3 +27,18 @@ def test_update_stores_and_diff_shows_what_a_compiler_change_does(tmp_path, monk
     assert f"{GRAPH}: R {stored['R']} -> " in capsys.readouterr().out
     assert main(["baselines", "update", *options]) == 2
     assert "baselines are measured with the whole compiler" in capsys.readouterr().err
+
+
+def test_a_stored_runtime_ratio_is_the_median_and_a_rollout_that_differs_is_not_stored():
+    def row(name, ratio, sequence=("algsimp",), R=10):
+        return {"name": name, "R": R, "sequence": list(sequence), "runtime_ratio": ratio}
+
+    runs = [
+        [row("a", 0.62), row("b", 1.0), row("c", 1.0)],
+        [row("a", 1.01), row("b", 1.0, sequence=("cse",)), row("c", 1.0) | {"error": "compiler crashed"}],
+        [row("a", 0.99), row("b", 1.0), row("c", 1.0)],
+    ]
+    a, b, c = median_rows(runs)
+    assert a["runtime_ratio"] == 0.99 and a["runtime_ratios"] == [0.62, 1.01, 0.99]  # the outlier is not kept
+    assert "differed between measurements" in b["error"]
+    assert c["error"] == "compiler crashed"

@@ -14,7 +14,7 @@ SUITE = (
     "from xlabench.plugin.suite import test_pass_sequences_preserve_outputs, test_policy_on_graph  # noqa\n"
 )
 # Turns XLA's fusion and parallel task assignment off in the policy's executable only: a deliberately
-# slower executable (2.6x the default's on GRAPH, measured next to another run).
+# slower executable (1.5x the default's on GRAPH on an idle machine, 2.6x next to another run).
 SLOWED = """
 import xlabench.xla.execute as execute
 
@@ -77,7 +77,9 @@ def test_a_disabled_pass_fails_with_graph_policy_and_numbers(pytester, baselines
 
 def test_a_slowed_executable_fails_the_runtime_gate_under_xdist(pytester, baselines_root):
     pytester.makeconftest(SLOWED)
-    result = run_suite(pytester, baselines_root, "-n", "2")
+    # At the default noise (0.5) a 1.5x slowdown is on the edge; a user gating runtimes closely sets it
+    # lower. The baseline's ratio is the median of three measurements, 1 s of runs a side each.
+    result = run_suite(pytester, baselines_root, "-n", "2", "--xlabench-runtime-noise", "0.2")
     result.assert_outcomes(failed=1)
     # The summary table is the controller's, from the verdicts the xdist workers sent.
     result.stdout.fnmatch_lines(

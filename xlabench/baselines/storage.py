@@ -1,8 +1,9 @@
 """Stored baselines: what each policy achieved on each graph, kept so that any later run can be judged.
 
-Layout: `baselines/<policy name>/<graph>.json` (one file a graph: I, D, R, the runtime ratio, the
-sequence) and `baselines/<policy name>/metadata.json` (the policy version, jaxlib, machine, and the
-sha256 of every graph file). Every file is written atomically; each graph has a file of its own, so
+Layout: `baselines/<policy name>/<graph>.json` (one file a graph: I, D, R, the runtime ratio -- the
+median of `runtime_ratios`, several measurements -- and the sequence) and
+`baselines/<policy name>/metadata.json` (the policy version, jaxlib, machine, and the sha256 of every
+graph file). Every file is written atomically; each graph has a file of its own, so
 workers that each judge other graphs never write one file. Files are plain JSON, never pickle.
 
 A baseline is refused (one line naming the file) when a graph file's checksum does not match, when it
@@ -26,7 +27,9 @@ from xlabench.files import write_atomically
 FORMAT = 1
 METADATA_FILE = "metadata.json"
 # Per graph: the fields a baseline keeps of an eval row.
-GRAPH_FIELDS = ("name", "family", "I", "D", "R", "vs_default", "runtime_ratio", "sequence", "calls")
+GRAPH_FIELDS = (
+    "name", "family", "I", "D", "R", "vs_default", "runtime_ratio", "runtime_ratios", "sequence", "calls",
+)  # fmt: skip
 
 
 class BaselineError(UserInputError):

@@ -206,6 +206,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         # Given options were checked at start-up; what is left (no policies at all) fails one test.
         metafunc.parametrize("xlabench_case", [UnusableSuite(str(error))], ids=["unusable"])
         return
+    # Largest graphs first: xdist hands tests out in this order, so no big graph is left for the end.
+    cases.sort(key=lambda case: -case.graph.instruction_count)
     ids = [f"{case.graph.name}|{case.policy_label}" for case in cases]
     metafunc.parametrize("xlabench_case", cases, ids=ids)
 

@@ -16,6 +16,7 @@ required passes and the executables all run without them, and applying one is a 
 
 from __future__ import annotations
 
+import collections
 import difflib
 import hashlib
 import json
@@ -50,6 +51,7 @@ DEFAULT_PIPELINE_KEY = "@default-pipeline"
 # Passes to turn off in every compile (comma-separated): a simulated compiler change.
 DISABLE_PASSES_VARIABLE = "XLABENCH_DISABLE_PASSES"
 REQUIRED_PASSES_KEY = "@required-passes"
+LOADED_TEXTS_KEPT = 8
 # Deaths that come from XLA itself (CHECK failures, faults): they recur on the same input.
 _COMPILER_FAULT_SIGNALS = frozenset(
     {signal.SIGABRT, signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL}
@@ -92,6 +94,8 @@ class PassDriver:
         )
         self.timeout = timeout
         self._features: dict[str, Features] = {}
+        # Recently loaded texts (sha256 -> describe's answer): an eval row and its rollout load one graph.
+        self._loaded: collections.OrderedDict[str, dict[str, Any]] = collections.OrderedDict()
         self._lock = threading.Lock()
         # Compiler calls so far: answered by XLA in a worker, or by the transition cache.
         self.calls = {"xla": 0, "cached": 0}
@@ -108,12 +112,20 @@ class PassDriver:
 
     def load(self, text: str, source: str = "<text>") -> HloModule:
         """Canonicalize HLO text with XLA; malformed text raises UserInputError naming `source`."""
-        try:
-            description = self.call_compiler("describe", None, text)
-        except CompilerError as error:
-            if error.kind == "error":
-                raise UserInputError(f"{source}: not a valid HLO module: {error.message}") from None
-            raise
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        with self._lock:
+            description = self._loaded.get(digest)
+        if description is None:
+            try:
+                description = self.call_compiler("describe", None, text)
+            except CompilerError as error:
+                if error.kind == "error":
+                    raise UserInputError(f"{source}: not a valid HLO module: {error.message}") from None
+                raise
+            with self._lock:
+                self._loaded[digest] = description
+                while len(self._loaded) > LOADED_TEXTS_KEPT:
+                    self._loaded.popitem(last=False)
         return HloModule(description["text"], description["name"], description["fingerprint"], source)
 
     def features(self, module: HloModule) -> Features:
