@@ -1,4 +1,9 @@
-"""The xlabench suite itself: every graph x every shipped policy through the plugin's gates, and the
-Hypothesis semantics check (see the README's "The pytest plugin"; `--xlabench-graphs` narrows it)."""
+"""The xlabench suite itself: every graph x every shipped policy through the plugin's gates, the
+Hypothesis semantics check and the known miscompiles (see the README's "The pytest plugin";
+`--xlabench-graphs` narrows it)."""
 
-from xlabench.plugin.suite import test_pass_sequences_preserve_outputs, test_policy_on_graph  # noqa: F401
+from xlabench.plugin.suite import (  # noqa: F401
+    test_known_miscompile,
+    test_pass_sequences_preserve_outputs,
+    test_policy_on_graph,
+)

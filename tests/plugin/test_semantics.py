@@ -41,3 +41,29 @@ def test_a_failing_example_is_saved_as_a_reproducer_that_xlabench_apply_replays(
     replay[replay.index("-o") + 1] = str(tmp_path / "out.hlo")
     assert main(replay) == 0
     assert "every buffer matches" in capsys.readouterr().out
+
+
+SUITE = "from xlabench.plugin.suite import test_known_miscompile  # noqa: F401\n"
+
+
+def test_a_stored_miscompile_is_pinned_to_its_jaxlib(pytester, tmp_path):
+    graph = small_graphs("mlp_mixer")[0]
+    check = SemanticsCheck(default_driver())
+    outcome = check.run(graph, ["algsimp", "cse"])
+    # Stand in for a miscompile (none is known on jaxlib 0.10.2), stored as a user keeps a real one.
+    check.last_failure = (graph, Outcome(outcome.applied, ["output 0: 3 of 8 elements differ"]))
+    directory = check.save_reproducer(tmp_path / "baselines" / "miscompiles")
+    pytester.makepyfile(test_suite=SUITE)
+    options = ["-p", "no:cacheprovider", "--xlabench-baselines", str(tmp_path / "baselines")]
+    # On the jaxlib it is pinned to, a reproducer whose outputs match is stale, not a pass.
+    result = pytester.runpytest_subprocess(*options)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*outputs match on jaxlib 0.10.2*the reproducer does not reproduce*"])
+    # Pinned to another jaxlib, outputs that match here mean this jaxlib fixed it.
+    details_file = directory / "reproducer.json"
+    details_file.write_text(details_file.read_text().replace(check.driver.jaxlib_version, "0.0.1"))
+    pytester.runpytest_subprocess(*options).assert_outcomes(passed=1)
+    details_file.write_text("{")
+    result = pytester.runpytest_subprocess(*options)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"*{details_file}: not a reproducer xlabench wrote*"])

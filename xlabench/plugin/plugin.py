@@ -195,10 +195,25 @@ def suite_cases(settings: Settings) -> list[Case]:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Parametrize `xlabench_case` over graphs x policies; ids name both."""
+    """Parametrize `xlabench_case` over graphs x policies (ids name both), `xlabench_miscompile` over
+    the stored reproducers of known miscompiles."""
+    from xlabench.errors import UserInputError
+
+    if "xlabench_miscompile" in metafunc.fixturenames:
+        from xlabench.plugin.semantics import known_miscompiles
+
+        try:
+            known: list[Any] = known_miscompiles(metafunc.config.stash[SETTINGS].baselines)
+        except UserInputError as error:
+            known = [UnusableSuite(str(error))]
+        if not known:
+            none = pytest.mark.skip(reason="no known miscompiles stored (baselines/miscompiles/)")
+            known = [pytest.param(None, marks=none, id="none")]
+        metafunc.parametrize(
+            "xlabench_miscompile", known, ids=[getattr(item, "name", "unusable") for item in known]
+        )
     if "xlabench_case" not in metafunc.fixturenames:
         return
-    from xlabench.errors import UserInputError
 
     try:
         cases = suite_cases(metafunc.config.stash[SETTINGS])

@@ -7,6 +7,11 @@ pass has not run yet is left out, as the environment masks it; an action XLA ref
 module as it was, as in the environment. Shrinking ends on a minimal failing sequence; it is saved
 as a reproducer (module.hlo, passes.txt, reproducer.json with the jaxlib version) that
 `xlabench apply module.hlo PASS... -o out.hlo --check-outputs` replays.
+
+A miscompile is kept, never silenced, by copying its reproducer directory to `baselines/miscompiles/`:
+it is then pinned to the jaxlib it was found with. On that jaxlib the suite replays it as an expected
+failure (and the property does not fail again on that very example); on another jaxlib it must pass
+-- the bug is fixed -- or the replay fails, saying so.
 """
 
 from __future__ import annotations
@@ -72,12 +77,67 @@ def covering_sequences(driver: PassDriver, actions: list[str], length: int = MAX
     return chunks
 
 
+MISCOMPILES_DIRECTORY = "miscompiles"
+
+
 @dataclass
 class Outcome:
-    """What one example did: the actions applied, and how the outputs differ (empty: they match)."""
+    """What one example did: the actions applied, and how the outputs differ (empty: they match).
+    `known` is the stored reproducer of this very miscompile (pinned to the installed jaxlib), if any."""
 
     applied: list[str]
     problems: list[str]
+    known: Path | None = None
+
+
+@dataclass(frozen=True)
+class KnownMiscompile:
+    """A stored reproducer (`baselines/miscompiles/NAME/`): a module, a sequence, the jaxlib it broke on."""
+
+    directory: Path
+    graph: str
+    sequence: tuple[str, ...]
+    jaxlib: str
+    disabled_passes: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        """The reproducer's directory name: the test id."""
+        return self.directory.name
+
+
+def known_miscompiles(baselines_root: Path | None = None) -> list[KnownMiscompile]:
+    """The reproducers stored under `<baselines>/miscompiles/`; a damaged one is a one-line error."""
+    from xlabench.baselines.storage import BaselineError, baselines_directory
+
+    root = (baselines_root or baselines_directory()) / MISCOMPILES_DIRECTORY
+    known = []
+    for details_file in sorted(root.glob("*/reproducer.json")):
+        try:
+            details = json.loads(details_file.read_text())
+            known.append(
+                KnownMiscompile(
+                    details_file.parent,
+                    details["graph"],
+                    tuple(details["sequence"]),
+                    details["jaxlib"],
+                    tuple(details.get("disabled_passes", [])),
+                )
+            )
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise BaselineError(f"{details_file}: not a reproducer xlabench wrote ({error})") from None
+        if not (details_file.parent / "module.hlo").is_file():
+            raise BaselineError(f"{details_file.parent}: module.hlo is missing")
+    return known
+
+
+def replay_miscompile(driver: PassDriver, known: KnownMiscompile) -> list[str]:
+    """Apply the reproducer's sequence to its module; how the outputs differ (empty: they match)."""
+    module = driver.load((known.directory / "module.hlo").read_text(), str(known.directory / "module.hlo"))
+    current = module
+    for action in known.sequence:
+        current = driver.apply_action(current, action)[0]
+    return sequence_output_problems(module, current, list(known.sequence), driver=driver)
 
 
 @dataclass
@@ -89,6 +149,7 @@ class SemanticsCheck:
     coverage: collections.Counter = field(default_factory=collections.Counter)
     examples: int = 0
     last_failure: tuple[Graph, Outcome] | None = None
+    known: list[KnownMiscompile] = field(default_factory=list)
 
     def run(self, graph: Graph, sequence: list[str]) -> Outcome:
         """Apply `sequence` to `graph` (masked and refused actions skipped), then compare outputs."""
@@ -109,8 +170,21 @@ class SemanticsCheck:
         self.examples += 1
         outcome = Outcome(applied, sequence_output_problems(module, current, applied, driver=self.driver))
         if outcome.problems:
-            self.last_failure = (graph, outcome)
+            outcome.known = self._known(graph, applied)
+            if outcome.known is None:
+                self.last_failure = (graph, outcome)
         return outcome
+
+    def _known(self, graph: Graph, applied: list[str]) -> Path | None:
+        """The stored reproducer of this example's miscompile on the installed jaxlib, if there is one."""
+        for known in self.known:
+            if (
+                (known.graph, known.sequence) == (graph.name, tuple(applied))
+                and known.jaxlib == self.driver.jaxlib_version
+                and known.disabled_passes == tuple(self.driver.disabled_passes)
+            ):
+                return known.directory
+        return None
 
     def save_reproducer(self, directory: Path | None = None) -> Path | None:
         """Write the last failing example as a reproducer; return its directory."""
