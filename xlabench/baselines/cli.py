@@ -128,9 +128,11 @@ def run_update(args: argparse.Namespace) -> int:
     """Measure each policy on the graphs and store its baselines; graphs that failed are named."""
     from xlabench.baselines.storage import write
 
+    if args.measurements < 1:
+        raise UserInputError(f"--measurements must be at least 1, got {args.measurements}")
     failed = 0
     for reference in _policies(args.policy):
-        policy, rows = _measure(reference, args, max(1, args.measurements))
+        policy, rows = _measure(reference, args, args.measurements)
         name = policy.artifact.metadata["name"]
         directory = write(name, policy.label, policy.artifact.metadata["jaxlib_version"], rows)
         for row in rows:
