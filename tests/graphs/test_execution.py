@@ -4,13 +4,13 @@ promises; the smallest of each family runs on CPU and gives them."""
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import jax
 import pytest
 
 from xlabench.graphs import resolve_graphs, storage
 from xlabench.graphs.suite import suite
+from xlabench.plugin.semantics import small_graphs
 from xlabench.xla.execute import run_on_random_inputs
 from xlabench.xla.module import HloModule
 
@@ -35,15 +35,6 @@ def result_specs(hlo_text: str) -> list[tuple[tuple[int, ...], str]]:
     ]
 
 
-def smallest_of_each_family() -> list[str]:
-    """The smallest stored graph of every family."""
-    smallest: dict[str, Any] = {}
-    for graph in resolve_graphs("all"):
-        if graph.family not in smallest or graph.instruction_count < smallest[graph.family].instruction_count:
-            smallest[graph.family] = graph
-    return sorted(graph.name for graph in smallest.values())
-
-
 @pytest.mark.parametrize("name", STORED_NAMES)
 def test_graph_parses_with_its_op_count_and_the_outputs_its_program_promises(name: str) -> None:
     [graph] = resolve_graphs(name)
@@ -57,7 +48,7 @@ def test_graph_parses_with_its_op_count_and_the_outputs_its_program_promises(nam
 
 # Compiling and running every graph is the suite's job (`tests/test_suite.py`: each policy's gate (d)
 # runs XLA's default executable of every graph); here one graph of each family runs on its own.
-@pytest.mark.parametrize("name", smallest_of_each_family())
+@pytest.mark.parametrize("name", [graph.name for graph in small_graphs()])
 def test_graph_executes_on_cpu_with_the_outputs_its_program_promises(name: str) -> None:
     [graph] = resolve_graphs(name)
     module = HloModule.from_text(graph.hlo_text(), source=name)
