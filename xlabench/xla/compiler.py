@@ -276,15 +276,6 @@ def _hlo_module_field(hlo_proto: bytes) -> bytes:
     raise CompilerFailure("dump file holds no HloModuleProto")
 
 
-def _dump_text(dumped: str) -> str:
-    """xlabench's text of a module XLA dumped as text, without the stop marker."""
-    try:
-        module = xla_client.hlo.hlo_module_from_text(dumped)
-    except Exception as error:
-        raise CompilerFailure(f"cannot read XLA's dump: {_first_line(error)}") from None
-    return strip_stop_marker(to_text(module))
-
-
 def _dump_step(suffix: str) -> int:
     return int(suffix.split(".", 1)[0]) if suffix[:4].isdigit() else -1
 
@@ -305,6 +296,11 @@ def canonical_module(module: Any) -> Any:
 
 def describe(text: str) -> dict[str, Any]:
     """Return name, canonical text and fingerprint of module text (canonicalizing it first)."""
+    return _describe(text)[0]
+
+
+def _describe(text: str) -> tuple[dict[str, Any], Any]:
+    """`describe`'s answer and the canonical module it printed."""
     try:
         module = canonical_module(parse(text))
     except CompilerFailure:
@@ -312,7 +308,7 @@ def describe(text: str) -> dict[str, Any]:
     except Exception as error:
         raise CompilerFailure(f"XLA cannot import the module: {_first_line(error)}") from None
     canonical, fingerprint = normalized_text_and_fingerprint(to_text(module))
-    return {"name": module.name, "text": canonical, "fingerprint": fingerprint}
+    return {"name": module.name, "text": canonical, "fingerprint": fingerprint}, module
 
 
 def run_pass(
@@ -348,7 +344,7 @@ def run_pass(
     given = dumps.get("before_optimizations")
     if given is not None and given == dumps[chosen]:
         return {"unchanged": True, "seconds": time.perf_counter() - started}
-    result = _describe_with_features(_dump_text(dumps[chosen]))
+    result = _describe_dump(dumps[chosen])
     result["seconds"] = time.perf_counter() - started
     return result
 
@@ -370,21 +366,25 @@ def run_pipeline_to_point(
     point = next((i for i, s in enumerate(ordered) if f".after_{point_pass}." in s), None)
     if point is None or point == 0:
         raise CompilerFailure(f"pipeline did not reach {point_pass}")
-    result = _describe_with_features(_dump_text(dumps[ordered[point - 1]]))
+    result = _describe_dump(dumps[ordered[point - 1]])
     result["seconds"] = time.perf_counter() - started
     return result
 
 
-def _describe_with_features(text: str) -> dict[str, Any]:
-    """`describe`, plus the canonical module's `features`: the next thing every caller asks for."""
-    result = describe(text)
-    result["features"] = features(result["text"])
+def _describe_dump(dumped: str) -> dict[str, Any]:
+    """`describe` a module XLA dumped as text (stop marker removed), plus the canonical module's
+    `features`: the next thing every caller asks for."""
+    result, module = _describe(strip_stop_marker(dumped))
+    result["features"] = _module_features(module)
     return result
 
 
 def features(text: str) -> dict[str, Any]:
     """Opcode and element-type histograms over reachable computations, op count, cost analysis."""
-    module = parse(text)
+    return _module_features(parse(text))
+
+
+def _module_features(module: Any) -> dict[str, Any]:
     histogram, computations, element_types = _reachable_histograms(module)
     op_count = sum(count for opcode, count in histogram.items() if opcode != "parameter")
     return {
