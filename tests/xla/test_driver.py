@@ -197,6 +197,17 @@ def test_transition_cache_serves_repeated_applications(fresh_driver, mixed_modul
     assert second.text == first.text and len(fresh_driver.cache) == 1
 
 
+def test_a_loaded_text_is_served_from_the_cache_in_another_driver(fresh_driver, data_directory):
+    text = (data_directory / "mixed.hlo").read_text()
+    module = fresh_driver.load(text)
+    assert fresh_driver.calls == {"xla": 1, "cached": 0}  # the canonical form and its features: one call
+    op_count = fresh_driver.features(module).op_count
+    other = PassDriver(pool=fresh_driver.pool, cache=fresh_driver.cache)
+    again = other.load(text)
+    assert (again.text, again.fingerprint) == (module.text, module.fingerprint)
+    assert other.features(again).op_count == op_count and other.calls == {"xla": 0, "cached": 1}
+
+
 def test_a_pass_that_aborts_xla_becomes_a_crash_record_with_a_replayable_reproducer(tmp_path):
     from xlabench.graphs import resolve_graphs
 

@@ -295,8 +295,10 @@ def canonical_module(module: Any) -> Any:
 
 
 def describe(text: str) -> dict[str, Any]:
-    """Return name, canonical text and fingerprint of module text (canonicalizing it first)."""
-    return _describe(text)[0]
+    """Return name, canonical text, fingerprint and `features` of module text (canonicalizing it first)."""
+    result, module = _describe(text)
+    result["features"] = _module_features(module)
+    return result
 
 
 def _describe(text: str) -> tuple[dict[str, Any], Any]:

@@ -2,7 +2,8 @@
 
 Every compiler call goes through a worker pool (`xlabench.xla.pool`), so a crash or a hang of XLA
 becomes a `CompilerError` with a reproducer on disk, and the caller goes on. Results of single
-passes are kept in the transition cache, keyed by jaxlib version, module fingerprint and pass.
+passes are kept in the transition cache, keyed by jaxlib version, module fingerprint and pass; so
+is a loaded text's canonical form, keyed by the text's sha256.
 
 "Default" and "after a sequence" are counted at the same point: just before `layout-assignment`,
 after XLA's required passes have run. `run_default_pipeline` runs the whole default pipeline to that
@@ -48,6 +49,7 @@ from xlabench.xla.module import HloModule
 from xlabench.xla.structure import NORMALIZATION_VERSION
 
 DEFAULT_PIPELINE_KEY = "@default-pipeline"
+LOAD_KEY = "@load"  # raw text -> canonical module, cached under the text's sha256
 # Passes to turn off in every compile (comma-separated): a simulated compiler change.
 DISABLE_PASSES_VARIABLE = "XLABENCH_DISABLE_PASSES"
 REQUIRED_PASSES_KEY = "@required-passes"
@@ -112,20 +114,32 @@ class PassDriver:
 
     def load(self, text: str, source: str = "<text>") -> HloModule:
         """Canonicalize HLO text with XLA; malformed text raises UserInputError naming `source`."""
-        digest = hashlib.sha256(text.encode()).hexdigest()
+        digest = _text_sha256(text)
         with self._lock:
             description = self._loaded.get(digest)
         if description is None:
-            try:
-                description = self.call_compiler("describe", None, text)
-            except CompilerError as error:
-                if error.kind == "error":
-                    raise UserInputError(f"{source}: not a valid HLO module: {error.message}") from None
-                raise
+            # Every test and process that judges a graph loads it: the canonical form is cached too.
+            key = self.cache_key(LOAD_KEY, "describe", {})
+            description = self.cache.get(self.jaxlib_version, digest, key) if self.cache is not None else None
+            if description is not None:
+                with self._lock:
+                    self.calls["cached"] += 1
+            else:
+                try:
+                    description = self.call_compiler("describe", None, text)
+                except CompilerError as error:
+                    if error.kind == "error":
+                        raise UserInputError(f"{source}: not a valid HLO module: {error.message}") from None
+                    raise
+                if self.cache is not None:
+                    self.cache.put(self.jaxlib_version, digest, key, description)
             with self._lock:
                 self._loaded[digest] = description
                 while len(self._loaded) > LOADED_TEXTS_KEPT:
                     self._loaded.popitem(last=False)
+                self._features.setdefault(
+                    description["fingerprint"], Features.from_dict(description["features"])
+                )
         return HloModule(description["text"], description["name"], description["fingerprint"], source)
 
     def features(self, module: HloModule) -> Features:
