@@ -13,8 +13,9 @@ def test_ctrl_c_leaves_the_last_good_version_untouched(small_graph, tmp_path):
     before = {path: path.read_bytes() for path in policies.rglob("*") if path.is_file()}
     arguments = ["retrain", "--name", "tiny", "--graphs", small_graph, "--steps", "100000",
                  "--warm-start", "none", "--eval-graphs", ""]  # fmt: skip
-    # 25 s: into training, the environment processes up and stepping.
-    code, last_line = interrupt_after(arguments, 25, {"XLABENCH_POLICIES_DIR": str(policies)})
+    # Into training: the environment processes up and stepping (the bar has counted steps).
+    environment = {"XLABENCH_POLICIES_DIR": str(policies)}
+    code, last_line = interrupt_after(arguments, 120, environment, ready=r"retrain:.*\| *[1-9][0-9]*/")
     assert (code, last_line) == (130, "xlabench: interrupted")
     after = {path: path.read_bytes() for path in policies.rglob("*") if path.is_file()}
     assert after == before and [p.name for p in (policies / "tiny").iterdir()] == ["v1.0"]

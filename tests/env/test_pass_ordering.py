@@ -62,6 +62,30 @@ def test_counting_only_at_the_end_gives_the_same_return(end):
     assert returns[False] == pytest.approx(returns[True]) and returns[True] > 0
 
 
+def test_an_evaluation_rollout_without_rewards_never_counts_r0(tmp_path):
+    from xlabench.xla import PassDriver
+    from xlabench.xla.cache import TransitionCache
+
+    passes = ["call-inliner", "algsimp", "cse"]
+    counts, calls = {}, {}
+    for rewards in (True, False):
+        driver = PassDriver(cache=TransitionCache(str(tmp_path / f"{rewards}.sqlite")))
+        env = PassOrderingEnv(
+            graphs=SMALL_GRAPH,
+            action_set="simplification",
+            count_every_step=False,
+            rewards=rewards,
+            driver=driver,
+        )
+        _, info = env.reset(seed=0)
+        assert (info["R0"] is None) == (not rewards)
+        step_rewards = [env.step(env.actions.index(name))[1] for name in passes]
+        _, reward, terminated, _, info = env.step(env.stop_action)
+        assert terminated and (reward > 0) == rewards and step_rewards == [0.0] * len(passes)
+        counts[rewards], calls[rewards] = info["op_count"], driver.calls["xla"]
+    assert counts[False] == counts[True] and calls[False] == calls[True] - 1  # R0's compile, not made
+
+
 def test_same_seed_and_actions_give_the_same_episode(small_env):
     def episode() -> list:
         observation, _ = small_env.reset(seed=7)

@@ -15,7 +15,9 @@ With `count_every_step=False` the module is counted only when the episode ends (
 cap): the reward is 0 until then and the return the same (R0 - R_T) / R0. A count is a required-only
 compile to the counting point: `xlabench bench env` on the 931-op bf16 GPT-2 step measured a median
 step of 2.27 s counted, 0.14 s not. A rollout needs no reward until its end, so evaluation runs this
-way, and training may, with shaping to make up the signal.
+way, and training may, with shaping to make up the signal. An evaluation rollout needs no reward at all
+(`rewards=False`): every reward is 0 and R0 is never counted (`info["R0"]` is None), one required-only
+compile less per graph.
 
 `info` carries the graph, R (`op_count`), I, D, R0, the pass, its error, `calls` (pass applications the
 step made: 1, a fixed-point variant's runs, 0 to stop) and `seconds`: the time XLA took to run the pass, as
@@ -71,7 +73,7 @@ class GraphStart:
     module: HloModule  # the raw module, canonical form
     initial_op_count: int  # I
     default_op_count: int  # D: XLA's default pipeline, counted at the counting point
-    unoptimized_op_count: int  # R0: the raw module's fair count (required passes only)
+    unoptimized_op_count: int | None  # R0: the raw module's fair count (None: not counted, no rewards)
     cost: np.ndarray  # the raw module's cost analysis, in COST_FIELDS order
 
 
@@ -90,6 +92,7 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         driver: PassDriver | None = None,
         render_mode: str | None = None,
         count_every_step: bool = True,
+        rewards: bool = True,
     ) -> None:
         if max_steps < 1:
             raise UserInputError(f"max_steps must be at least 1, not {max_steps}")
@@ -112,6 +115,7 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         self.error_penalty = error_penalty
         self.render_mode = render_mode
         self.count_every_step = count_every_step
+        self.rewards = rewards
 
         self.action_space = spaces.Discrete(len(self.actions) + 1)
         self.observation_space = observation_space(len(self.actions))
@@ -121,7 +125,7 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         self._useless: set[tuple[str, int]] = set()
         self._start: GraphStart | None = None
         self._module: HloModule | None = None
-        self._fair_count = 0
+        self._fair_count: int | None = 0
         self._steps = 0
         self._action_counts = np.zeros(len(self.actions), dtype=np.int64)
         self._sequence: list[str] = []
@@ -182,7 +186,7 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
             self._sequence.append(pass_name)
             reward = self._count_reward() if self.count_every_step or truncated else 0.0
         info = self._info(pass_name, seconds, error, calls=runs)
-        return self._observation(), float(reward), False, truncated, info
+        return self._observation(), float(reward) if self.rewards else 0.0, False, truncated, info
 
     def action_masks(self) -> np.ndarray:
         """Valid actions (MaskablePPO's protocol): stop, and every pass not known to be useless here.
@@ -238,9 +242,11 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
             fair_count = self.driver.fair_op_count(self._module, self._sequence)
         except CompilerError:  # XLA's required passes fail on this sequence's module
             return -self.error_penalty
-        reward = (self._fair_count - fair_count) / self._start.unoptimized_op_count
-        self._fair_count = fair_count
-        return reward
+        previous, self._fair_count = self._fair_count, fair_count
+        if not self.rewards:
+            return 0.0
+        assert previous is not None and self._start.unoptimized_op_count is not None
+        return (previous - fair_count) / self._start.unoptimized_op_count
 
     def graph_start(self, name: str) -> GraphStart:
         """I, D, R0 and the raw module of one graph (computed once per environment)."""
@@ -257,7 +263,7 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
                 module=module,
                 initial_op_count=features.op_count,
                 default_op_count=self.driver.features(self.driver.run_default_pipeline(module)).op_count,
-                unoptimized_op_count=self.driver.fair_op_count(module),
+                unoptimized_op_count=self.driver.fair_op_count(module) if self.rewards else None,
                 cost=_cost_vector(features),
             )
             self._starts[name] = known

@@ -101,6 +101,7 @@ def rollout(policy: Policy, driver: PassDriver, graph: Graph) -> SearchResult:
         max_steps=policy.max_steps,
         driver=driver,
         count_every_step=False,
+        rewards=False,  # greedy: R at the end is all that counts, R0 is never needed
     )
     observation, info = env.reset(seed=0, options={"graph": graph.name})
     started = time.perf_counter()
@@ -110,10 +111,14 @@ def rollout(policy: Policy, driver: PassDriver, graph: Graph) -> SearchResult:
         observation, _, terminated, truncated, info = env.step(action)
         applications += info["calls"]
         done = terminated or truncated
+    # No count when XLA's required passes fail on the result: counting again raises that error.
+    op_count = (
+        info["op_count"] if info["op_count"] is not None else driver.fair_op_count(env.module, env.sequence)
+    )
     return SearchResult(
         strategy=policy.label,
         sequence=env.sequence,
-        op_count=int(info["op_count"]),
+        op_count=int(op_count),
         calls=applications + 1,
         seconds=time.perf_counter() - started,
         applied=env.sequence,
