@@ -296,13 +296,6 @@ def canonical_module(module: Any) -> Any:
 
 def describe(text: str) -> dict[str, Any]:
     """Return name, canonical text, fingerprint and `features` of module text (canonicalizing it first)."""
-    result, module = _describe(text)
-    result["features"] = _module_features(module)
-    return result
-
-
-def _describe(text: str) -> tuple[dict[str, Any], Any]:
-    """`describe`'s answer and the canonical module it printed."""
     try:
         module = canonical_module(parse(text))
     except CompilerFailure:
@@ -310,7 +303,13 @@ def _describe(text: str) -> tuple[dict[str, Any], Any]:
     except Exception as error:
         raise CompilerFailure(f"XLA cannot import the module: {_first_line(error)}") from None
     canonical, fingerprint = normalized_text_and_fingerprint(to_text(module))
-    return {"name": module.name, "text": canonical, "fingerprint": fingerprint}, module
+    # Features from the canonical module in hand: the next thing every caller asks for.
+    return {
+        "name": module.name,
+        "text": canonical,
+        "fingerprint": fingerprint,
+        "features": _module_features(module),
+    }
 
 
 def run_pass(
@@ -346,7 +345,7 @@ def run_pass(
     given = dumps.get("before_optimizations")
     if given is not None and given == dumps[chosen]:
         return {"unchanged": True, "seconds": time.perf_counter() - started}
-    result = _describe_dump(dumps[chosen])
+    result = describe(strip_stop_marker(dumps[chosen]))
     result["seconds"] = time.perf_counter() - started
     return result
 
@@ -368,16 +367,8 @@ def run_pipeline_to_point(
     point = next((i for i, s in enumerate(ordered) if f".after_{point_pass}." in s), None)
     if point is None or point == 0:
         raise CompilerFailure(f"pipeline did not reach {point_pass}")
-    result = _describe_dump(dumps[ordered[point - 1]])
+    result = describe(strip_stop_marker(dumps[ordered[point - 1]]))
     result["seconds"] = time.perf_counter() - started
-    return result
-
-
-def _describe_dump(dumped: str) -> dict[str, Any]:
-    """`describe` a module XLA dumped as text (stop marker removed), plus the canonical module's
-    `features`: the next thing every caller asks for."""
-    result, module = _describe(strip_stop_marker(dumped))
-    result["features"] = _module_features(module)
     return result
 
 
