@@ -8,10 +8,7 @@ played in the environment, so every observation and mask is one a rollout would 
 masked action distribution is fitted to it by cross-entropy. Then DAgger (`aggregate`): the cloned
 policy is rolled out, every state it visits is labelled with what XLA's order says to do from there
 (`expert_action`), and the policy is fitted again on all of it -- so one wrong step does not leave
-it where it was never shown what to do. A share of DAgger's steps (`skip`) leaves out the expert's
-next pass on purpose: on a family it never saw, the policy's likeliest mistake is to go on past a
-pass XLA would run (reshape-mover, the gather passes), and these states show it going back for it.
-PPO then improves on it with the true reward. Without this
+it where it was never shown what to do. PPO then improves on it with the true reward. Without this
 start, PPO from scratch must discover that expanders and normalizers come before the
 simplifications they feed, from a reward that only arrives at the end.
 """
@@ -168,21 +165,13 @@ def improve_order(
 def expert_action(order: list[str], sequence: list[str], mask: np.ndarray, actions: list[str]) -> int:
     """What XLA's order says to do after `sequence`: its first pass not yet done in order and allowed.
 
-    `sequence` holds the passes worth taking (they changed the module, or are required): one that
-    changed nothing has not done its part. It is matched against the order greedily: a pass the
-    policy left out stays to do; taken later, it fills that slot (the policy went back for it); a pass
-    taken ahead of its place is done again there. With nothing left, *stop*. Along the order itself
-    this is the order's next pass.
+    The sequence is matched against the order as a subsequence (greedily, skipping): a pass the
+    policy left out stays to do, a pass it applied out of order is done again at its place; with
+    nothing left, *stop*. Along the order itself this is the order's next pass.
     """
     done = [False] * len(order)
     position = 0
     for name in sequence:
-        # Going back for a pass left out: it fills its slot. (Matching only forward, a late pass was
-        # never done, and the expert asked for it again and again.)
-        left_out = next((i for i in range(position) if order[i] == name and not done[i]), None)
-        if left_out is not None:
-            done[left_out] = True
-            continue
         for index in range(position, len(order)):
             if order[index] == name:
                 done[index], position = True, index + 1
@@ -242,16 +231,11 @@ def aggregate(
     workers: int = 2,
     per_family: int | None = None,
     gamma: float = 0.99,
-    skip: float = 0.0,
-    seed: int = 0,
 ) -> tuple[Demonstrations, dict[str, float]]:
     """One DAgger round: roll the policy out, label every state it visits with `expert_action`.
 
     Cloning sees only states on XLA's own path; one wrong step puts the policy where it has never
     been shown what to do. This shows it, and returns how often it already agreed with the expert.
-    With `skip`, that share of the steps leaves out the expert's next pass instead of asking the
-    policy: the likeliest mistake on a graph unlike the training ones, and the states after it are
-    labelled with going back for it.
     """
     selected = [graph for graph in _select(graphs, per_family) if graph.name in data.orders]
 
@@ -268,9 +252,7 @@ def aggregate(
     def play(graph_name: str) -> tuple[list[Step], float]:
         env = _environment(selected, environment, driver)
         observation, _ = env.reset(seed=0, options={"graph": graph_name})
-        # Seeded per round and graph: the same skips whichever thread plays the graph.
-        noise = np.random.default_rng([seed, len(data), *graph_name.encode()])
-        return _play(env, observation, data.orders[graph_name], act, agreed, skip, noise)
+        return _play(env, observation, data.orders[graph_name], act=act, agreed=agreed)
 
     policy.set_training_mode(False)
     added = _collect(play, selected, workers, data.orders, "warm start: DAgger round", gamma)
@@ -296,43 +278,22 @@ def _environment(graphs: list[Any], environment: dict[str, Any], driver: PassDri
 
 
 def _play(
-    env: Any,
-    observation: dict[str, np.ndarray],
-    order: list[str],
-    act: Any,
-    agreed: list[int] | None = None,
-    skip: float = 0.0,
-    noise: np.random.Generator | None = None,
+    env: Any, observation: dict[str, np.ndarray], order: list[str], act: Any, agreed: list[int] | None = None
 ) -> tuple[list[Step], float]:
     """Label each state with the expert's action; move by `act` (the policy), or by the expert's.
 
-    With `skip`, that share of the steps takes the expert's second choice (its next pass left out).
     Returns the labelled states and the episode's reward: it all comes at the end (the count).
     """
-    catalogue = env.driver.catalogue
     steps: list[Step] = []
-    taken: list[str] = []  # the passes worth taking so far (what `expert_action` matches)
     while True:
         mask = env.action_masks()
-        expert = expert_action(order, taken, mask, env.actions)
+        expert = expert_action(order, env.sequence, mask, env.actions)
         steps.append((observation, mask, expert))
-        if act is None:
-            chosen = expert
-        elif noise is not None and expert < len(env.actions) and noise.random() < skip:
-            without = mask.copy()
-            without[expert] = False
-            chosen = expert_action(order, taken, without, env.actions)
-        else:
-            chosen = act(observation, mask)
-            if agreed is not None:
-                agreed[0] += int(chosen == expert)
-                agreed[1] += 1
-        before = env.module.fingerprint
-        observation, reward, terminated, truncated, info = env.step(chosen)
-        if chosen < len(env.actions) and info["error"] is None:
-            name = env.actions[chosen]
-            if catalogue.worth_taking(name, env.module.fingerprint != before):
-                taken.append(name)
+        chosen = expert if act is None else act(observation, mask)
+        if agreed is not None:
+            agreed[0] += int(chosen == expert)
+            agreed[1] += 1
+        observation, reward, terminated, truncated, _ = env.step(chosen)
         if terminated or truncated:
             return steps, float(reward)
 
