@@ -14,6 +14,8 @@ from xlabench.agents.imitation import (
     demonstrations,
     expert_action,
     improve_order,
+    passes_worth_trying,
+    with_tries,
 )
 from xlabench.agents.train import ACTIVATION, ENVIRONMENT, GAMMA, NET_ARCH, build_model, make_environment
 from xlabench.graphs import resolve_graphs
@@ -74,6 +76,50 @@ def test_the_expert_resumes_xlas_order_after_a_wrong_step():
     no_b = allowed.copy()
     no_b[1] = False  # b known to change nothing here: skip it
     assert expert_action(order, ["a"], no_b, actions) == 2
+
+
+def test_tries_go_in_at_their_place_in_the_pipeline():
+    actions = ["flatten", "normalize", "algsimp", "gather", "tree", "reshape", "scatter", "cse"]
+
+    class Catalogue:
+        def unmet_requirement(self, name, sequence):
+            return "normalize" if name == "scatter" and "normalize" not in sequence else None
+
+    orders = {
+        "moe": ["normalize", "algsimp", "gather", "scatter", "cse"],
+        "vit": ["algsimp", "tree", "reshape", "cse"],
+        "gnn": ["flatten", "algsimp", "gather", "reshape", "algsimp", "scatter", "cse"],
+    }
+    assert passes_worth_trying(orders, 0.5) == ["algsimp", "cse", "gather", "reshape", "scatter"]
+    tries = ["gather", "tree", "reshape", "scatter"]
+    # Before the first pass that comes later in the pipeline; a second algsimp round is left as it is.
+    assert with_tries(orders["moe"], tries, actions, Catalogue()) == [
+        "normalize",
+        "algsimp",
+        "gather",
+        "tree",
+        "reshape",
+        "scatter",
+        "cse",
+    ]
+    assert with_tries(orders["gnn"], tries, actions, Catalogue()) == [
+        "flatten",
+        "algsimp",
+        "gather",
+        "tree",
+        "reshape",
+        "algsimp",
+        "scatter",
+        "cse",
+    ]
+    # scatter needs normalize earlier: not tried where the order lacks it.
+    assert with_tries(orders["vit"], tries, actions, Catalogue()) == [
+        "algsimp",
+        "gather",
+        "tree",
+        "reshape",
+        "cse",
+    ]
 
 
 def test_dagger_labels_the_states_a_policy_visits(small_graph):

@@ -39,6 +39,8 @@ class Demonstrations:
     orders: dict[str, list[str]] = field(default_factory=dict)
     # Per graph, R of XLA's order and of the order after `improve_order` (when it ran).
     counts: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # The passes tried in every order (`with_tries`).
+    tries: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.actions)
@@ -56,6 +58,7 @@ class Demonstrations:
             np.concatenate([self.returns, more.returns]),
             self.orders,
             self.counts,
+            self.tries,
         )
 
 
@@ -182,6 +185,33 @@ def expert_action(order: list[str], sequence: list[str], mask: np.ndarray, actio
     return len(actions)
 
 
+def passes_worth_trying(orders: dict[str, list[str]], share: float) -> list[str]:
+    """The passes in at least `share` of the orders: the ones a policy tries even where XLA's did nothing."""
+    counts: dict[str, int] = {}
+    for order in orders.values():
+        for name in set(order):
+            counts[name] = counts.get(name, 0) + 1
+    return sorted(name for name, count in counts.items() if count >= share * len(orders))
+
+
+def with_tries(order: list[str], tries: list[str], actions: list[str], catalogue: Any) -> list[str]:
+    """The order with each pass of `tries` it lacks put at its place in the pipeline.
+
+    Its place: before the order's first pass that comes later in XLA's pipeline (actions are in
+    pipeline order). A policy cannot see whether such a pass would change the module; trying it
+    costs one call, leaving it out where it would have changed the module costs ops.
+    """
+    result = list(order)
+    for name in sorted(tries, key=actions.index):
+        if name in result:
+            continue
+        index = actions.index(name)
+        at = next((i for i, other in enumerate(result) if actions.index(other) > index), len(result))
+        if catalogue.unmet_requirement(name, result[:at]) is None:
+            result.insert(at, name)
+    return result
+
+
 def demonstrations(
     graphs: str,
     environment: dict[str, Any],
@@ -190,18 +220,22 @@ def demonstrations(
     per_family: int | None = None,
     improve_budget: int = 0,
     gamma: float = 0.99,
+    try_share: float | None = None,
 ) -> Demonstrations:
     """Play XLA's effective order on the graphs of the SPEC; record what a policy would see.
 
     With `improve_budget`, the order is first improved (`improve_order`, at most that many compiler
     calls per graph, with the passes of XLA's order as the ones to append). With `per_family`, only
-    that many of each family's graphs, the smallest.
+    that many of each family's graphs, the smallest. With `try_share`, the passes in that share of
+    the orders are tried in every order (`with_tries`), unless that raises the graph's count.
     """
+    from tqdm import tqdm
+
     selected = _select(graphs, per_family)
     orders: dict[str, list[str]] = {}
     counts: dict[str, tuple[int, int]] = {}
 
-    def play(graph_name: str) -> tuple[list[Step], float]:
+    def expert(graph_name: str) -> None:
         env = _environment(selected, environment, driver)
         env.reset(seed=0, options={"graph": graph_name})
         order = expert_order(driver, env)
@@ -212,13 +246,41 @@ def demonstrations(
             order, count = improve_order(driver, start, order, candidates, improve_budget, env.max_steps - 1)
             counts[graph_name] = (xla_count, count)
         orders[graph_name] = order
-        # A fresh environment: this one has learnt which passes change nothing where (its masks).
+
+    names = [graph.name for graph in selected]
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as executor:
+        list(
+            tqdm(executor.map(expert, names), desc="warm start: XLA's orders", total=len(names), unit="graph")
+        )
+    tries: list[str] = []
+    if try_share is not None:
+        tries = passes_worth_trying(orders, try_share)
+        env = _environment(selected, environment, driver)
+
+        def count(graph_name: str, order: list[str]) -> int:
+            module = env.graph_start(graph_name).module
+            for name in order:
+                module, _ = driver.apply_action(module, name)
+            return driver.fair_op_count(module, order)
+
+        for graph_name in names:
+            tried = with_tries(orders[graph_name], tries, env.actions, driver.catalogue)
+            try:
+                better = count(graph_name, tried) <= count(graph_name, orders[graph_name])
+            except CompilerError:
+                better = False
+            if tried != orders[graph_name] and better:
+                orders[graph_name] = tried
+
+    def play(graph_name: str) -> tuple[list[Step], float]:
+        # A fresh environment: one that played the order has learnt which passes change nothing where.
         env = _environment(selected, environment, driver)
         observation, _ = env.reset(seed=0, options={"graph": graph_name})
-        return _play(env, observation, order, act=None)
+        return _play(env, observation, orders[graph_name], act=None)
 
     data = _collect(play, selected, workers, orders, "warm start: demonstrations", gamma)
     data.counts = counts
+    data.tries = tries
     return data
 
 
