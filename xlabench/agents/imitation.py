@@ -8,7 +8,9 @@ played in the environment, so every observation and mask is one a rollout would 
 masked action distribution is fitted to it by cross-entropy. Then DAgger (`aggregate`): the cloned
 policy is rolled out, every state it visits is labelled with what XLA's order says to do from there
 (`expert_action`), and the policy is fitted again on all of it -- so one wrong step does not leave
-it where it was never shown what to do. PPO then improves on it with the true reward. Without this
+it where it was never shown what to do. Optionally (`try_share`), the passes most training orders
+share are tried in every order (`with_tries`): the policy cannot see whether one would change the
+module, so it is shown trying it. PPO then improves on it with the true reward. Without this
 start, PPO from scratch must discover that expanders and normalizers come before the
 simplifications they feed, from a reward that only arrives at the end.
 """
@@ -265,12 +267,13 @@ def demonstrations(
 
         for graph_name in names:
             tried = with_tries(orders[graph_name], tries, env.actions, driver.catalogue)
+            if tried == orders[graph_name]:
+                continue
             try:
-                better = count(graph_name, tried) <= count(graph_name, orders[graph_name])
-            except CompilerError:
-                better = False
-            if tried != orders[graph_name] and better:
-                orders[graph_name] = tried
+                if count(graph_name, tried) <= count(graph_name, orders[graph_name]):
+                    orders[graph_name] = tried
+            except CompilerError:  # a tried pass XLA rejects here: keep the order as it was
+                pass
 
     def play(graph_name: str) -> tuple[list[Step], float]:
         # A fresh environment: one that played the order has learnt which passes change nothing where.
