@@ -3,12 +3,14 @@
 (a) op count within `op_count` of XLA's default: R <= D x (1 + op_count);
 (b) op count no higher than the stored baseline's R (op counts are deterministic: any increase counts);
 (c) runtime: the policy's executable over XLA's default executable (median of interleaved runs in one
-    worker) within 1 + `runtime`, and no more than the stored ratio x (1 + `runtime_noise`);
+    worker) within 1 + `runtime`, and no more than the stored ratio x (1 + `runtime_noise`), judged
+    where XLA's default executable runs at least `runtime_floor_ms`;
 (d) every output buffer of the policy's executable equals the default executable's (dtype-aware).
 """
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,12 +30,16 @@ class Tolerances:
 
     # R may exceed D by this fraction: the shipped general policy's worst graph is R = 1.040 x D.
     op_count: float = 0.05
-    # Policy runtime / default runtime may exceed 1 by this much: the shipped general policy's slowest
-    # executable, control_flow-cg-n64-b4-plain-bf16 (0.08 ms), measures 1.44-1.73 x the default's.
+    # Policy runtime / default runtime may exceed 1 by this much: 20 runs of one 1.5 ms pair on a busy
+    # machine measured 0.83-2.13 (README); a real slowdown (no fusion) is 1.5-2.6 x.
     runtime: float = 1.0
     # ... and the stored baseline's ratio by this fraction: on a busy 2-core machine one pair measured
     # 0.98-1.19 (a 4-8 ms executable) in three runs.
     runtime_noise: float = 0.5
+    # Gate (c) judges only executables whose default runs at least this long (median, ms). Below it the
+    # ratio measures dispatch and thread wake-ups: the CG loops (0.06-0.13 ms) measured 1.04-1.33 alone
+    # and 1.9-3.0 next to a busy core, with identical op counts (README, "The floor").
+    runtime_floor_ms: float = 0.25
 
 
 @dataclass
@@ -50,6 +56,8 @@ class Verdict:
     failures: list[str] = field(default_factory=list)
     # Gate (a) failures the baseline already had: reported as expected failures, not hidden.
     known: list[str] = field(default_factory=list)
+    # False where XLA's default executable ran shorter than the runtime floor: gate (c) did not judge it.
+    runtime_judged: bool = True
 
     def message(self) -> str:
         """What a failing test prints: graph, policy version, jaxlib, every failed gate, numbers, sequence."""
@@ -67,11 +75,13 @@ class Verdict:
             ratio = row.get("runtime_ratio")
             stored = (self.baseline or {}).get("runtime_ratio")
             measured = row.get("runtime_ratios_measured")
+            default_ms = default_median_ms(row)
             lines.append(
                 "  runtime ratio policy/default "
                 + (f"{ratio:.3f}" if ratio is not None else "-")
                 + (f" (measured twice: {measured[0]:.3f}, {measured[1]:.3f})" if measured else "")
                 + (f" (baseline {stored:.3f})" if stored is not None else "")
+                + (f"; XLA's default executable {default_ms:.3f} ms" if default_ms is not None else "")
             )
             lines.append(f"  sequence: {' '.join(row['sequence'])}")
             if self.baseline is not None and self.baseline["sequence"] != row["sequence"]:
@@ -94,6 +104,8 @@ class Verdict:
             "baseline_R": stored.get("R"),
             "runtime_ratio": row.get("runtime_ratio"),
             "baseline_runtime_ratio": stored.get("runtime_ratio"),
+            "runtime_judged": self.runtime_judged,
+            "default_ms": default_median_ms(row),
             "sequence": row.get("sequence"),
             "baseline_sequence": stored.get("sequence"),
             "failures": self.failures,
@@ -153,6 +165,19 @@ def known_failures(
     return [failure for failure in failures if failure not in known], known
 
 
+def default_median_ms(row: dict[str, Any]) -> float | None:
+    """Median run time of XLA's default executable in a measured row (ms), None if it was not timed."""
+    runs = (row.get("run_seconds") or {}).get("default")
+    return 1000 * statistics.median(runs) if runs else None
+
+
+def runtime_judged(row: dict[str, Any], tolerances: Tolerances) -> bool:
+    """Whether gate (c) judges the row: it has a ratio, and XLA's default executable is not too short."""
+    default_ms = default_median_ms(row)
+    floor_met = default_ms is None or default_ms >= tolerances.runtime_floor_ms
+    return row.get("runtime_ratio") is not None and floor_met
+
+
 def judge(row: dict[str, Any], baseline: dict[str, Any] | None, tolerances: Tolerances) -> list[str]:
     """Every gate the measured row fails, one line each."""
     if "R" not in row or ("error" in row and "outputs_differ" not in row):
@@ -175,7 +200,7 @@ def judge(row: dict[str, Any], baseline: dict[str, Any] | None, tolerances: Tole
             "outputs differ from XLA's default executable: " + "; ".join(row["outputs_differ"][:3])
         )
     ratio = row.get("runtime_ratio")
-    if ratio is not None:
+    if runtime_judged(row, tolerances):
         if ratio > 1 + tolerances.runtime:
             failures.append(
                 f"runtime vs XLA's default: policy/default {ratio:.3f} > {1 + tolerances.runtime:g}"

@@ -99,6 +99,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=f"gate (c): runtime ratio <= baseline ratio x (1 + this) (default {defaults.runtime_noise})",
     )
     group.addoption(
+        "--xlabench-runtime-floor",
+        type=float,
+        default=defaults.runtime_floor_ms,
+        metavar="MS",
+        help="gate (c) judges only executables whose XLA default runs at least this long "
+        f"(median; default {defaults.runtime_floor_ms} ms: shorter ones measure dispatch, not code)",
+    )
+    group.addoption(
         "--xlabench-repeats", type=int, default=20, help="timed runs of each executable (default 20)"
     )
     group.addoption(
@@ -140,6 +148,7 @@ def pytest_configure(config: pytest.Config) -> None:
             option("xlabench_op_tolerance"),
             option("xlabench_runtime_tolerance"),
             option("xlabench_runtime_noise"),
+            option("xlabench_runtime_floor"),
         ),
         repeats=option("xlabench_repeats"),
         min_run_seconds=option("xlabench_min_run_time"),
@@ -276,7 +285,7 @@ class Judge:
     def verdict(self, case: Case) -> Any:
         """Measure the case and judge it against XLA's default and the stored baseline."""
         from xlabench.errors import UserInputError
-        from xlabench.plugin.gates import Verdict, judge, known_failures, measure
+        from xlabench.plugin.gates import Verdict, judge, known_failures, measure, runtime_judged
 
         if isinstance(case, UnusableSuite):
             pytest.fail(f"xlabench: {case.reason}", pytrace=False)
@@ -313,6 +322,7 @@ class Judge:
             origin,
         )
         verdict.failures, verdict.known = known_failures(failures, baseline, self.settings.tolerances)
+        verdict.runtime_judged = runtime_judged(row, self.settings.tolerances)
         return verdict
 
     def close(self) -> None:
@@ -406,4 +416,6 @@ def _summary_line(row: dict[str, Any]) -> str:
     gates = "; ".join(failure.split(":", 1)[0] for failure in row["failures"])
     known = "; ".join(f"known: {failure.split(':', 1)[0]}" for failure in row.get("known", []))
     gates = "; ".join(part for part in (gates, known) if part) or "ok"
+    if not row.get("runtime_judged", True):
+        gates += f" (runtime not judged: default {number(row.get('default_ms'), 3)} ms)"
     return f"{row['graph'][:44]:44} {row['policy'][:14]:14} {ops:>27} {versus:>7} {runtime:>17}  {gates}"
