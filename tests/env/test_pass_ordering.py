@@ -147,6 +147,33 @@ def test_a_pass_is_masked_until_the_pass_it_requires_has_run():
     assert info["error"] is None and env.sequence == actions
 
 
+def test_passes_with_nothing_to_rewrite_are_masked_and_would_have_changed_nothing():
+    from xlabench.graphs import resolve_graphs
+    from xlabench.xla.catalogue import inapplicable
+
+    # The smallest GRU graph has no scatter, transpose or sort; the smallest GPT-2 graph has transposes.
+    graph = min(resolve_graphs("recurrent"), key=lambda g: g.instruction_count)
+    env = PassOrderingEnv(graphs=graph.name, max_steps=3, mask_inapplicable=True)
+    env.reset(seed=0)
+    mask, histogram = env.action_masks(), env.driver.features(env.module).histogram
+    for name in ("scatter_simplifier", "transpose-folding", "topk-rewriter"):
+        assert not mask[env.actions.index(name)], name
+    assert mask[env.actions.index("dot_decomposer")]  # its dots are there
+    # Every pass masked for that reason, applied anyway by XLA, leaves the module as it was.
+    masked = [name for name in env.actions if inapplicable(name, histogram)]
+    assert len(masked) >= 10
+    for name in masked:
+        assert env.driver.apply_pass(env.module, name).fingerprint == env.module.fingerprint, name
+    gpt2 = min(resolve_graphs("gpt2"), key=lambda g: g.instruction_count)
+    env = PassOrderingEnv(graphs=gpt2.name, max_steps=3, mask_inapplicable=True)
+    env.reset(seed=0)
+    assert env.action_masks()[env.actions.index("transpose-folding")]
+    # Off (the policies made before it): only what this module's own runs showed is masked.
+    env = PassOrderingEnv(graphs=graph.name, max_steps=3)
+    env.reset(seed=0)
+    assert env.action_masks()[env.actions.index("transpose-folding")]
+
+
 def test_a_fixed_point_variant_is_one_step_and_reports_its_runs_as_calls():
     graph = "mlp_mixer-infer-l2-d64-p4-i16-b2-bf16"
     prefix = ["dot_decomposer", "float-normalization-bf16", "algsimp:fixed-point"]

@@ -40,6 +40,8 @@ ENVIRONMENT: dict[str, Any] = {
     "max_steps": 64,
     "error_penalty": 0.01,
     "count_every_step": False,
+    # Mask passes with nothing to rewrite (none of their opcodes in the module): no call spent on them.
+    "mask_inapplicable": True,
 }
 
 # One torch thread: the networks are small MLPs and the cores belong to the compiler workers. On 2

@@ -38,7 +38,7 @@ from gymnasium import spaces
 from xlabench.errors import CompilerError, UserInputError
 from xlabench.graphs import Graph, resolve_graphs
 from xlabench.xla import HloModule, PassDriver, default_driver
-from xlabench.xla.catalogue import DEFAULT_ACTION_SET
+from xlabench.xla.catalogue import DEFAULT_ACTION_SET, inapplicable
 from xlabench.xla.features import ELEMENT_TYPES, OPCODES, Features
 
 ENV_ID = "xlabench/PassOrdering-v0"
@@ -93,6 +93,7 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         render_mode: str | None = None,
         count_every_step: bool = True,
         rewards: bool = True,
+        mask_inapplicable: bool = False,
     ) -> None:
         if max_steps < 1:
             raise UserInputError(f"max_steps must be at least 1, not {max_steps}")
@@ -116,6 +117,9 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         self.render_mode = render_mode
         self.count_every_step = count_every_step
         self.rewards = rewards
+        # Also mask passes with none of their opcodes in the module (`catalogue.inapplicable`): no
+        # compiler call is spent on a pass that cannot change anything. Off for policies made before.
+        self.mask_inapplicable = mask_inapplicable
 
         self.action_space = spaces.Discrete(len(self.actions) + 1)
         self.observation_space = observation_space(len(self.actions))
@@ -191,15 +195,19 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
     def action_masks(self) -> np.ndarray:
         """Valid actions (MaskablePPO's protocol): stop, and every pass not known to be useless here.
 
-        Known useless: a pass that left this very module unchanged or failed on it, and a pass whose
-        required predecessor is not in the sequence yet (`PassCatalogue.unmet_requirement`).
+        Known useless: a pass that left this very module unchanged or failed on it, a pass whose
+        required predecessor is not in the sequence yet (`PassCatalogue.unmet_requirement`) and, with
+        `mask_inapplicable`, a pass none of whose opcodes is in the module (`inapplicable`).
         """
         mask = np.ones(len(self.actions) + 1, dtype=bool)
         if self._module is not None:
             catalogue = self.driver.catalogue
+            histogram = self.driver.features(self._module).histogram if self.mask_inapplicable else {}
             for action, name in enumerate(self.actions):
-                mask[action] = (self._module.fingerprint, action) not in self._useless and (
-                    catalogue.unmet_requirement(name, self._sequence) is None
+                mask[action] = (
+                    (self._module.fingerprint, action) not in self._useless
+                    and catalogue.unmet_requirement(name, self._sequence) is None
+                    and not (self.mask_inapplicable and inapplicable(name, histogram))
                 )
         return mask
 

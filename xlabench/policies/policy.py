@@ -36,6 +36,8 @@ class Policy:
         metadata = artifact.metadata
         self.actions: list[str] = list(metadata["actions"])
         self.max_steps = int(metadata["environment"]["max_steps"])
+        # Policies made before inapplicable passes were masked roll out as they were trained.
+        self.mask_inapplicable = bool(metadata["environment"].get("mask_inapplicable", False))
         self.algorithm = str(metadata["algorithm"])
         hyperparameters = metadata["hyperparameters"]
         self.network = policy_class(self.algorithm)(
@@ -100,6 +102,7 @@ def rollout(policy: Policy, driver: PassDriver, graph: Graph) -> SearchResult:
         actions=policy.actions,
         max_steps=policy.max_steps,
         driver=driver,
+        mask_inapplicable=policy.mask_inapplicable,
         count_every_step=False,
         rewards=False,  # greedy: R at the end is all that counts, R0 is never needed
     )
