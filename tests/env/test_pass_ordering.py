@@ -193,6 +193,21 @@ def test_a_fixed_point_variant_is_one_step_and_reports_its_runs_as_calls():
     assert info["calls"] == 0
 
 
+def test_with_masks_a_fixed_point_is_masked_where_its_run_ended():
+    graph = "mlp_mixer-infer-l2-d64-p4-i16-b2-bf16"
+    actions = ["dot_decomposer", "float-normalization-bf16", "algsimp:fixed-point", "cse"]
+    env = PassOrderingEnv(graphs=graph, actions=actions, max_steps=8, mask_inapplicable=True)
+    env.reset(seed=0)
+    env.step(0)
+    env.step(1)
+    before = env.module
+    *_, info = env.step(2)
+    assert env.module.fingerprint != before.fingerprint and info["calls"] >= 2
+    # Its last run found nothing to do: masked without being tried again, and XLA agrees.
+    assert not env.action_masks()[2]
+    assert env.driver.apply_pass(env.module, "algsimp").fingerprint == env.module.fingerprint
+
+
 def test_bad_arguments_are_one_clear_error(small_env):
     with pytest.raises(UserInputError, match="not one of"):
         small_env.reset(options={"graph": "no-such-graph"})

@@ -38,7 +38,7 @@ from gymnasium import spaces
 from xlabench.errors import CompilerError, UserInputError
 from xlabench.graphs import Graph, resolve_graphs
 from xlabench.xla import HloModule, PassDriver, default_driver
-from xlabench.xla.catalogue import DEFAULT_ACTION_SET, inapplicable
+from xlabench.xla.catalogue import DEFAULT_ACTION_SET, base_pass, inapplicable
 from xlabench.xla.features import ELEMENT_TYPES, OPCODES, Features
 
 ENV_ID = "xlabench/PassOrdering-v0"
@@ -117,8 +117,9 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         self.render_mode = render_mode
         self.count_every_step = count_every_step
         self.rewards = rewards
-        # Also mask passes with none of their opcodes in the module (`catalogue.inapplicable`): no
-        # compiler call is spent on a pass that cannot change anything. Off for policies made before.
+        # Also mask passes known to change nothing before they run: none of their opcodes in the module
+        # (`catalogue.inapplicable`), or the module a fixed point of the pass (its fixed-point run just
+        # ended there). No compiler call is spent on them. Off for the policies made before.
         self.mask_inapplicable = mask_inapplicable
 
         self.action_space = spaces.Discrete(len(self.actions) + 1)
@@ -186,6 +187,11 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         else:
             if after.fingerprint == before.fingerprint:
                 self._useless.add((before.fingerprint, action))
+            elif self.mask_inapplicable and self.driver.is_fixed_point(after, base_pass(pass_name)):
+                # The run that ended the loop found nothing to do here: any variant of the pass is useless.
+                base = base_pass(pass_name)
+                variants = [index for index, name in enumerate(self.actions) if base_pass(name) == base]
+                self._useless.update((after.fingerprint, index) for index in variants)
             self._module = after
             self._sequence.append(pass_name)
             reward = self._count_reward() if self.count_every_step or truncated else 0.0
@@ -197,7 +203,8 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
 
         Known useless: a pass that left this very module unchanged or failed on it, a pass whose
         required predecessor is not in the sequence yet (`PassCatalogue.unmet_requirement`) and, with
-        `mask_inapplicable`, a pass none of whose opcodes is in the module (`inapplicable`).
+        `mask_inapplicable`, a pass none of whose opcodes is in the module (`inapplicable`) or whose
+        fixed-point run ended on this module.
         """
         mask = np.ones(len(self.actions) + 1, dtype=bool)
         if self._module is not None:

@@ -96,6 +96,8 @@ class PassDriver:
         )
         self.timeout = timeout
         self._features: dict[str, Features] = {}
+        # (fingerprint, pass) pairs a fixed-point run ended on: the pass's last run changed nothing there.
+        self._fixed_points: set[tuple[str, str]] = set()
         # Recently loaded texts (sha256 -> describe's answer): an eval row and its rollout load one graph.
         self._loaded: collections.OrderedDict[str, dict[str, Any]] = collections.OrderedDict()
         self._lock = threading.Lock()
@@ -236,9 +238,16 @@ class PassDriver:
                 return current, runs + 1  # the runs that worked stand
             runs += 1
             if following.fingerprint == current.fingerprint:
+                with self._lock:
+                    self._fixed_points.add((current.fingerprint, pass_name))
                 break
             current = following
         return current, runs
+
+    def is_fixed_point(self, module: HloModule, pass_name: str) -> bool:
+        """Whether a fixed-point run of `pass_name` (a base pass) ended on this module: it changes nothing."""
+        with self._lock:
+            return (module.fingerprint, pass_name) in self._fixed_points
 
     def apply_passes(
         self, module: HloModule, pass_names: list[str], stop_on_error: bool = True
