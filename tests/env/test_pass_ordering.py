@@ -193,6 +193,35 @@ def test_a_fixed_point_variant_is_one_step_and_reports_its_runs_as_calls():
     assert info["calls"] == 0
 
 
+def test_known_no_ops_cost_no_call_and_change_nothing_a_policy_sees():
+    graph = "mlp_mixer-infer-l2-d64-p4-i16-b2-bf16"
+    # scatter_simplifier has no scatter to rewrite; the second algsimp:fixed-point starts where the
+    # first one's loop ended. Both are known no-ops; the other steps are XLA's runs.
+    actions = ["scatter_simplifier", "dot_decomposer", "float-normalization-bf16", "algsimp:fixed-point"]
+    played = [0, 1, 2, 3, 3, 0]
+    episodes = {}
+    for skip in (True, False):
+        env = PassOrderingEnv(graphs=graph, actions=actions, max_steps=8, skip_known_no_ops=skip)
+        observation, _ = env.reset(seed=0)
+        seen, calls = [], []
+        for action in played:
+            seen.append((observation, env.action_masks()))
+            observation, _, _, _, info = env.step(action)
+            calls.append(info["calls"])
+        seen.append((observation, env.action_masks()))
+        episodes[skip] = (seen, calls, env.module.fingerprint, env.sequence)
+    (seen_on, calls_on, module_on, sequence_on), (seen_off, calls_off, module_off, sequence_off) = (
+        episodes[True],
+        episodes[False],
+    )
+    assert module_on == module_off and sequence_on == sequence_off
+    for (observation_on, mask_on), (observation_off, mask_off) in zip(seen_on, seen_off, strict=True):
+        assert all(np.array_equal(observation_on[key], observation_off[key]) for key in observation_off)
+        assert np.array_equal(mask_on, mask_off)
+    assert [calls_on[i] for i in (0, 4, 5)] == [0, 0, 0] and calls_off[0] == calls_off[4] == calls_off[5] == 1
+    assert calls_on[1:4] == calls_off[1:4] and calls_on[3] >= 2
+
+
 def test_with_masks_a_fixed_point_is_masked_where_its_run_ended():
     graph = "mlp_mixer-infer-l2-d64-p4-i16-b2-bf16"
     actions = ["dot_decomposer", "float-normalization-bf16", "algsimp:fixed-point", "cse"]

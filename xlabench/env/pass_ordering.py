@@ -19,10 +19,16 @@ way, and training may, with shaping to make up the signal. An evaluation rollout
 (`rewards=False`): every reward is 0 and R0 is never counted (`info["R0"]` is None), one required-only
 compile less per graph.
 
+A step whose pass is known to change the module costs no compiler call (`skip_known_no_ops`, on by
+default): the pass has none of its opcodes in the module (`catalogue.inapplicable`, checked against
+XLA in tests/env), or this episode already saw the pass change nothing on this very module (a run left
+it unchanged, or its fixed-point run ended there). The step is otherwise what XLA's run would give:
+the same module, observation, mask and sequence, so a policy acts the same with it on or off.
+
 `info` carries the graph, R (`op_count`), I, D, R0, the pass, its error, `calls` (pass applications the
-step made: 1, a fixed-point variant's runs, 0 to stop) and `seconds`: the time XLA took to run the pass, as
-first measured (a cached transition keeps it, so a replayed episode reports the same
-figures; 0 for a failed pass).
+step made: 1, a fixed-point variant's runs, 0 to stop or for a known no-op) and `seconds`: the time XLA
+took to run the pass, as first measured (a cached transition keeps it, so a replayed episode reports
+the same figures; 0 for a failed pass or a known no-op).
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from gymnasium import spaces
 from xlabench.errors import CompilerError, UserInputError
 from xlabench.graphs import Graph, resolve_graphs
 from xlabench.xla import HloModule, PassDriver, default_driver
-from xlabench.xla.catalogue import DEFAULT_ACTION_SET, base_pass, inapplicable
+from xlabench.xla.catalogue import DEFAULT_ACTION_SET, FIXED_POINT_SUFFIX, base_pass, inapplicable
 from xlabench.xla.features import ELEMENT_TYPES, OPCODES, Features
 
 ENV_ID = "xlabench/PassOrdering-v0"
@@ -94,6 +100,7 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         count_every_step: bool = True,
         rewards: bool = True,
         mask_inapplicable: bool = False,
+        skip_known_no_ops: bool = True,
     ) -> None:
         if max_steps < 1:
             raise UserInputError(f"max_steps must be at least 1, not {max_steps}")
@@ -121,6 +128,8 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         # (`catalogue.inapplicable`), or the module a fixed point of the pass (its fixed-point run just
         # ended there). No compiler call is spent on them. Off for the policies made before.
         self.mask_inapplicable = mask_inapplicable
+        # Spend no compiler call on a pass known to change nothing (see the module docstring).
+        self.skip_known_no_ops = skip_known_no_ops
 
         self.action_space = spaces.Discrete(len(self.actions) + 1)
         self.observation_space = observation_space(len(self.actions))
@@ -134,6 +143,8 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         self._steps = 0
         self._action_counts = np.zeros(len(self.actions), dtype=np.int64)
         self._sequence: list[str] = []
+        # (module fingerprint, base pass) this episode saw the pass leave unchanged.
+        self._unchanged: set[tuple[str, str]] = set()
 
     # -- gymnasium protocol -----------------------------------------------------------------------
 
@@ -153,6 +164,7 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         self._steps = 0
         self._action_counts[:] = 0
         self._sequence = []
+        self._unchanged = set()
         return self._observation(), self._info(pass_name=None, seconds=0.0, error=None)
 
     def step(self, action: int) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
@@ -171,9 +183,13 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         error: CompilerError | None = None
         seconds = 0.0
         runs = 1
+        base = base_pass(pass_name)
         try:
-            after, runs = self.driver.apply_action(before, pass_name)
-            seconds = after.compile_seconds or 0.0
+            if self._known_no_op(before, pass_name):
+                after, runs = before, 0
+            else:
+                after, runs = self.driver.apply_action(before, pass_name)
+                seconds = after.compile_seconds or 0.0
             if self.count_every_step:
                 self.driver.fair_op_count(after, [*self._sequence, pass_name])  # a failure is the step's
         except CompilerError as failure:
@@ -187,11 +203,13 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         else:
             if after.fingerprint == before.fingerprint:
                 self._useless.add((before.fingerprint, action))
-            elif self.mask_inapplicable and self.driver.is_fixed_point(after, base_pass(pass_name)):
+                self._unchanged.add((before.fingerprint, base))
+            elif pass_name.endswith(FIXED_POINT_SUFFIX) and self.driver.is_fixed_point(after, base):
                 # The run that ended the loop found nothing to do here: any variant of the pass is useless.
-                base = base_pass(pass_name)
-                variants = [index for index, name in enumerate(self.actions) if base_pass(name) == base]
-                self._useless.update((after.fingerprint, index) for index in variants)
+                self._unchanged.add((after.fingerprint, base))
+                if self.mask_inapplicable:
+                    variants = [index for index, name in enumerate(self.actions) if base_pass(name) == base]
+                    self._useless.update((after.fingerprint, index) for index in variants)
             self._module = after
             self._sequence.append(pass_name)
             reward = self._count_reward() if self.count_every_step or truncated else 0.0
@@ -217,6 +235,14 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
                     and not (self.mask_inapplicable and inapplicable(name, histogram))
                 )
         return mask
+
+    def _known_no_op(self, module: HloModule, pass_name: str) -> bool:
+        """Whether running the pass is known to leave `module` as it is, so needs no compiler call."""
+        if not self.skip_known_no_ops:
+            return False
+        if (module.fingerprint, base_pass(pass_name)) in self._unchanged:
+            return True
+        return inapplicable(pass_name, self.driver.features(module).histogram)
 
     def render(self) -> str | None:
         """With render_mode="ansi": one line with the graph, step, counts and the sequence so far."""
