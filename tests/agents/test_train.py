@@ -53,3 +53,16 @@ def test_a_warm_start_alone_follows_xlas_order(small_graph, algorithm):
     assert run.steps == 0 and run.warm_start["accuracy"] == 1.0
     # DAgger rounds ran; after the first fit the rollout already agrees with XLA's order everywhere.
     assert [r["agreement"] for r in run.warm_start["dagger"]] == [1.0] * WARM_START["dagger_rounds"]
+
+
+def test_a_seeded_warm_start_repeats_with_rollouts_in_two_threads():
+    # DAgger rolls graphs out in two threads on one policy object: what one thread's rollout reads
+    # must be its own, or the weights depend on thread timing.
+    graphs = "recurrent-gru-infer-l1-h128-s16-b8-f32,recurrent-lstm-infer-l1-h128-s16-b8-f32"
+    runs = [
+        train("ppo", graphs=graphs, steps=0, seed=1, environments=2, progress=False, warm_start=True)
+        for _ in range(2)
+    ]
+    weights, repeated = (run.model.policy.state_dict() for run in runs)
+    assert all(torch.equal(weights[key], repeated[key]) for key in weights)
+    assert runs[0].warm_start["dagger"] == runs[1].warm_start["dagger"]

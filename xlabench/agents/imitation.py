@@ -17,6 +17,7 @@ simplifications they feed, from a reward that only arrives at the end.
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -304,10 +305,15 @@ def aggregate(
     """
     selected = [graph for graph in _select(graphs, per_family) if graph.name in data.orders]
 
+    # stable-baselines3 keeps the last distribution on the policy object: two rollout threads acting at
+    # once could read each other's logits, and the policy's choices -- so the weights DAgger ends
+    # with -- would depend on thread timing.
+    lock = threading.Lock()
+
     def act(observation: dict[str, np.ndarray], mask: np.ndarray) -> int:
         import torch
 
-        with torch.no_grad():
+        with lock, torch.no_grad():
             tensors = {key: torch.as_tensor(value[None]) for key, value in observation.items()}
             logits = _logits(policy, tensors)[0].numpy()
         return int(np.argmax(np.where(mask, logits, -np.inf)))
