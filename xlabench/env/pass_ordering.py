@@ -19,7 +19,7 @@ way, and training may, with shaping to make up the signal. An evaluation rollout
 (`rewards=False`): every reward is 0 and R0 is never counted (`info["R0"]` is None), one required-only
 compile less per graph.
 
-A step whose pass is known to change the module costs no compiler call (`skip_known_no_ops`, on by
+A step whose pass is known to change nothing costs no compiler call (`skip_known_no_ops`, on by
 default): the pass has none of its opcodes in the module (`catalogue.inapplicable`, checked against
 XLA in tests/env), or this episode already saw the pass change nothing on this very module (a run left
 it unchanged, or its fixed-point run ended there). The step is otherwise what XLA's run would give:
