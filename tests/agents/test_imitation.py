@@ -13,11 +13,14 @@ from xlabench.agents.imitation import (
     behaviour_cloning,
     demonstrations,
     expert_action,
+    expert_order,
     improve_order,
     passes_worth_trying,
+    with_single_runs,
     with_tries,
 )
 from xlabench.agents.train import ACTIVATION, ENVIRONMENT, GAMMA, NET_ARCH, build_model, make_environment
+from xlabench.env import PassOrderingEnv
 from xlabench.graphs import resolve_graphs
 from xlabench.policies.artifact import Artifact
 from xlabench.policies.policy import Policy, rollout
@@ -120,6 +123,34 @@ def test_tries_go_in_at_their_place_in_the_pipeline():
         "reshape",
         "cse",
     ]
+
+
+def test_a_variant_that_changed_the_module_once_is_taken_as_its_single_run(small_graph):
+    driver = default_driver()
+    environment = {**ENVIRONMENT, "action_set": "fixed-point-and-single"}
+    env = PassOrderingEnv(graphs=resolve_graphs(small_graph), driver=driver, **environment)
+
+    def play(order: list[str]) -> tuple[str, list[int]]:
+        env.reset(seed=0, options={"graph": small_graph})
+        calls = [env.step(env.actions.index(name))[4]["calls"] for name in order]
+        return env.module.fingerprint, calls
+
+    env.reset(seed=0, options={"graph": small_graph})
+    order = expert_order(driver, env)
+    # Two more that change nothing: algsimp (single elsewhere in the order), reshape-mover (never).
+    order += ["algsimp:fixed-point", "reshape-mover:fixed-point"]
+    module, calls = play(order)
+    cheap = with_single_runs({small_graph: order}, env)[small_graph]
+    expected = [base_pass(name) if runs == 2 else name for name, runs in zip(order, calls, strict=True)]
+    assert expected != order  # the GRU's algsimp, gather and tree-reduction loops change it once
+    assert cheap == [*expected[:-2], "algsimp", "reshape-mover:fixed-point"]
+    cheap_module, cheap_calls = play(cheap)
+    assert cheap_module == module
+    assert sum(cheap_calls) == sum(calls) - sum(runs == 2 for runs in calls)
+    # Without single runs to choose, the orders stay as they are.
+    variants_only = {**ENVIRONMENT, "action_set": "fixed-point"}
+    fixed = PassOrderingEnv(graphs=resolve_graphs(small_graph), driver=driver, **variants_only)
+    assert with_single_runs({small_graph: order}, fixed)[small_graph] == order
 
 
 def test_dagger_labels_the_states_a_policy_visits(small_graph):

@@ -142,6 +142,12 @@ def test_fixed_point_action_set_takes_the_variant_of_every_pass_xla_iterates():
     assert found.get("algsimp:fixed-point") is found.passes["algsimp"]
     assert found.action_for("reshape-mover", fixed) == "reshape-mover:fixed-point"
     assert found.action_for("reshape-mover", single) == "reshape-mover"
+    # Both: each iterated pass's single run comes just before its variant; XLA's run is the variant's.
+    both = found.action_passes("fixed-point-and-single")
+    assert [name for name in both if name not in fixed] == [name for name in single if name not in fixed]
+    at = both.index("reshape-mover")
+    assert both[at + 1] == "reshape-mover:fixed-point" and both.count("cse") == 1
+    assert found.action_for("reshape-mover", both) == "reshape-mover:fixed-point"
     # A variant keeps its pass's requirement and counts as its pass for the required-only pipeline.
     normalizer = "batched_gather_scatter_normalizer"
     assert found.unmet_requirement("gather_simplifier:fixed-point", []) == normalizer

@@ -26,6 +26,7 @@ import numpy as np
 
 from xlabench.errors import CompilerError
 from xlabench.xla import HloModule, PassDriver
+from xlabench.xla.catalogue import base_pass
 
 
 @dataclass
@@ -215,6 +216,39 @@ def with_tries(order: list[str], tries: list[str], actions: list[str], catalogue
     return result
 
 
+def with_single_runs(orders: dict[str, list[str]], env: Any) -> dict[str, list[str]]:
+    """The orders with a fixed-point variant taken as its pass's single run where that gives the
+    same module for fewer calls, or as many.
+
+    Played in `env` from each graph's start. A variant whose loop took two runs (one that changed
+    the module, one that found nothing) becomes the single run: the same module, one call less. One
+    that changed nothing costs a run either way; it takes the form its pass has most often in the
+    orders, so a policy learns one form a pass, not whether it will change the module. Without
+    single runs among the environment's actions, the orders as they are.
+    """
+    runs: dict[str, list[int]] = {}
+    for graph_name, order in orders.items():
+        env.reset(seed=0, options={"graph": graph_name})
+        runs[graph_name] = []
+        for name in order:
+            _, _, _, _, info = env.step(env.actions.index(name))
+            runs[graph_name].append(info["calls"])
+    votes: dict[str, int] = {}  # > 0: the single run more often than the variant
+    for graph_name, order in orders.items():
+        for name, calls in zip(order, runs[graph_name], strict=True):
+            if base_pass(name) != name and calls >= 2:
+                votes[name] = votes.get(name, 0) + (1 if calls == 2 else -1)
+    result = {}
+    for graph_name, order in orders.items():
+        result[graph_name] = []
+        for name, calls in zip(order, runs[graph_name], strict=True):
+            single = base_pass(name)
+            cheaper = calls == 2 or (calls < 2 and votes.get(name, 0) > 0)
+            offered = single != name and single in env.actions
+            result[graph_name].append(single if offered and cheaper else name)
+    return result
+
+
 def demonstrations(
     graphs: str,
     environment: dict[str, Any],
@@ -275,6 +309,7 @@ def demonstrations(
                     orders[graph_name] = tried
             except CompilerError:  # a tried pass XLA rejects here: keep the order as it was
                 pass
+    orders = with_single_runs(orders, _environment(selected, environment, driver))
 
     def play(graph_name: str) -> tuple[list[Step], float]:
         # A fresh environment: one that played the order has learnt which passes change nothing where.

@@ -24,7 +24,9 @@ whose first run is inside a fixed-point pipeline (XLA's `simplification`, an Hlo
 its *fixed-point variant*, "PASS:fixed-point": the pass applied again and again until it changes
 nothing, as XLA's loop does. Where XLA runs reshape-mover three times (it moves one layer of
 reshapes a run), the variant is one action, and a policy need not guess how deep the graph is;
-each run is still a compiler call, counted.
+each run is still a compiler call, counted. `fixed-point-and-single` offers both, the variant and
+the single run: a variant's last run is the one that finds nothing to do, so where one run reaches
+the fixed point, the single run gets the same module for one call less.
 """
 
 from __future__ import annotations
@@ -52,11 +54,14 @@ ACTION_SETS: dict[str, tuple[str, ...]] = {
     "all": ("simplification", "orderable"),
     "simplification": ("simplification",),
     "fixed-point": ("simplification", "orderable"),
+    "fixed-point-and-single": ("simplification", "orderable"),
 }
 # The suffix naming a pass's fixed-point variant, and the action sets that use the variants.
 FIXED_POINT_SUFFIX = ":fixed-point"
 FIXED_POINT_LIMIT = 25  # runs of one fixed-point variant at most (XLA's HloPassFix stops at 25 too)
-FIXED_POINT_ACTION_SETS = ("fixed-point",)
+FIXED_POINT_ACTION_SETS = ("fixed-point", "fixed-point-and-single")
+# Action sets that keep such a pass's single run beside its variant.
+SINGLE_RUN_ACTION_SETS = ("fixed-point-and-single",)
 DEFAULT_ACTION_SET = "all"
 # Classes of the passes whose first run comes before the counting point.
 CANDIDATE_KINDS = ("simplification", "orderable", "excluded")
@@ -186,6 +191,8 @@ class PassCatalogue:
         kinds = ACTION_SETS[action_set]
         actions = [info for info in self.passes.values() if info.kind in kinds]
         names = [info.name for info in sorted(actions, key=lambda info: info.position)]
+        if action_set in SINGLE_RUN_ACTION_SETS:
+            return [kept for name in names for kept in (name, self.fixed_point_variant(name)) if kept]
         if action_set in FIXED_POINT_ACTION_SETS:
             names = [self.fixed_point_variant(name) or name for name in names]
         return names
@@ -205,11 +212,12 @@ class PassCatalogue:
         return pass_name + FIXED_POINT_SUFFIX
 
     def action_for(self, pass_name: str, actions: list[str]) -> str | None:
-        """The action of `actions` that runs `pass_name`: itself or its fixed-point variant, else None."""
-        if pass_name in actions:
-            return pass_name
+        """The action of `actions` that runs `pass_name` as XLA does: its fixed-point variant if there
+        is one in `actions`, else itself, else None."""
         variant = self.fixed_point_variant(pass_name)
-        return variant if variant in actions else None
+        if variant is not None and variant in actions:
+            return variant
+        return pass_name if pass_name in actions else None
 
     def unmet_requirement(self, pass_name: str, sequence: Iterable[str]) -> str | None:
         """The pass `pass_name` needs earlier in `sequence` (names or instance keys) and lacks, or None."""
