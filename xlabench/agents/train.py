@@ -35,8 +35,10 @@ ALGORITHMS = ("ppo", "ppo-shaping", "ppo-value", "a2c", "dqn", "trpo")
 # alone ~45: it moves one layer of reshapes a run); with 30, a policy cannot reach the default there.
 # Fixed-point variants (see xlabench.xla.catalogue): with single runs, policies trained on the train
 # split stopped one reshape-mover short of XLA on deeper unseen graphs (mlp_mixer, gnn inference).
+# With both a variant and its single run, the warm start imitates the single run where one run
+# reaches the fixed point (`with_single_runs`): ~3 calls a graph fewer (README, general@v2.0).
 ENVIRONMENT: dict[str, Any] = {
-    "action_set": "fixed-point",
+    "action_set": "fixed-point-and-single",
     "max_steps": 64,
     "error_penalty": 0.01,
     "count_every_step": False,
