@@ -217,8 +217,7 @@ def with_tries(order: list[str], tries: list[str], actions: list[str], catalogue
 
 
 def with_single_runs(orders: dict[str, list[str]], env: Any) -> dict[str, list[str]]:
-    """The orders with a fixed-point variant taken as its pass's single run where that gives the
-    same module for fewer calls, or as many.
+    """The orders with each fixed-point variant taken as its single run where that costs no more.
 
     Played in `env` from each graph's start. A variant whose loop took two runs (one that changed
     the module, one that found nothing) becomes the single run: the same module, one call less. One

@@ -212,8 +212,7 @@ class PassCatalogue:
         return pass_name + FIXED_POINT_SUFFIX
 
     def action_for(self, pass_name: str, actions: list[str]) -> str | None:
-        """The action of `actions` that runs `pass_name` as XLA does: its fixed-point variant if there
-        is one in `actions`, else itself, else None."""
+        """The action of `actions` running `pass_name` as XLA does: its variant if offered, else itself."""
         variant = self.fixed_point_variant(pass_name)
         if variant is not None and variant in actions:
             return variant
