@@ -225,6 +225,8 @@ def with_single_runs(orders: dict[str, list[str]], env: Any) -> dict[str, list[s
     orders, so a policy learns one form a pass, not whether it will change the module. Without
     single runs among the environment's actions, the orders as they are.
     """
+    if not any(base_pass(name) != name and base_pass(name) in env.actions for name in env.actions):
+        return orders  # nothing to replay the orders for
     runs: dict[str, list[int]] = {}
     for graph_name, order in orders.items():
         env.reset(seed=0, options={"graph": graph_name})
