@@ -176,3 +176,12 @@ def test_improving_an_order_keeps_only_edits_that_lower_the_count():
     assert improve_order(driver, module, order, ["algsimp", "cse"], budget=20, max_length=5) == (order, count)
     # No budget for even one count: the order stands.
     assert improve_order(driver, module, ["algsimp"], ["cse"], budget=0, max_length=5)[0] == ["algsimp"]
+
+
+def test_improving_an_order_may_insert_a_pass_before_one_of_its_passes():
+    driver = default_driver()
+    module = driver.load(HloModule.from_file(Path(__file__).parents[1] / "xla/data/redundant.hlo").text)
+    count = driver.fair_op_count(driver.apply_pass(module, "cse"), ["cse"])
+    # Nothing to append: algsimp can only come in before cse, and that lowers the count.
+    order, improved = improve_order(driver, module, ["cse"], [], 20, max_length=5, insertions=["algsimp"])
+    assert order == ["algsimp", "cse"] and improved < count
