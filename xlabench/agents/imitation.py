@@ -264,13 +264,13 @@ def demonstrations(
     improve_budget: int = 0,
     gamma: float = 0.99,
     try_share: float | None = None,
-    insert_iterated: bool = False,
+    insertions: Sequence[str] = (),
 ) -> Demonstrations:
     """Play XLA's effective order on the graphs of the SPEC; record what a policy would see.
 
     With `improve_budget`, the order is first improved (`improve_order`, at most that many compiler
-    calls per graph, with the passes of XLA's order as the ones to append; with `insert_iterated`,
-    the single runs of the passes XLA iterates may also be inserted anywhere). With `per_family`, only
+    calls per graph, with the passes of XLA's order as the ones to append; the single runs of the
+    passes of `insertions` that XLA iterates there may also be inserted anywhere). With `per_family`, only
     that many of each family's graphs, the smallest. With `try_share`, the passes in that share of
     the orders are tried in every order (`with_tries`), unless that raises the graph's count.
     """
@@ -291,9 +291,9 @@ def demonstrations(
             # Single runs of the passes XLA iterates here, tried ahead of its loops: on bf16 training
             # graphs one algsimp run before float-normalization ends ~1% below XLA's count.
             iterated = {base_pass(name) for name in order if base_pass(name) != name}
-            insertions = sorted(iterated & set(env.actions)) if insert_iterated else []
+            inserted = sorted(iterated & set(insertions) & set(env.actions))
             order, count = improve_order(
-                driver, start, order, candidates, improve_budget, env.max_steps - 1, insertions
+                driver, start, order, candidates, improve_budget, env.max_steps - 1, inserted
             )
             counts[graph_name] = (xla_count, count)
         orders[graph_name] = order
