@@ -96,9 +96,9 @@ WARM_START: dict[str, Any] = {
     # appending one of its passes or dropping one, while that lowers R. 0: XLA's order as it is.
     "improve_budget": 100,
     # Passes whose single run `improve_order` may also insert anywhere in the order, where XLA
-    # iterates them. Every such pass, with a budget of 1,000: 53 of the 92 training orders improved
-    # (25 without), four seeds at test 1.0079-1.0107 but unseen only 0.9927-0.9999, GNN graphs down
-    # to 0.83: not adopted (README, "Measured so far"). () : none.
+    # iterates them (empty: none). Every such pass, budget 1,000: unseen 0.9927-0.9999 on four seeds.
+    # ("algsimp",), budget 1,000: seeds 3 and 0 meet every criterion (unseen 1.0026 / 1.0022), but the
+    # warm start takes 108 min from an empty cache, past retrain's 2 hours (README, "Measured so far").
     "improve_insertions": (),
     "epochs": 400,
     "learning_rate": 3e-3,
