@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import threading
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -85,3 +88,28 @@ def test_any_sequence_of_action_passes_preserves_every_output(data, mixed_module
     inputs, expected = mixed_reference
     executed = execute(module, inputs, required_only=True, applied=sequence)
     assert compare_outputs(expected, executed.outputs) == []
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="thread affinity is Linux's")
+def test_timed_runs_keep_every_thread_on_one_core_and_give_the_cores_back():
+    # XLA's thread pool exists before any timing starts: a thread started beforehand stands for it.
+    from xlabench.xla.compiler import _one_core
+
+    before = os.sched_getaffinity(0)
+    ready, release = threading.Event(), threading.Event()
+    seen: dict[str, set[int]] = {}
+
+    def pool_thread() -> None:
+        ready.set()
+        release.wait()
+        seen["inside"] = os.sched_getaffinity(0)
+
+    thread = threading.Thread(target=pool_thread)
+    thread.start()
+    ready.wait()
+    with _one_core():
+        assert len(os.sched_getaffinity(0)) == 1
+        release.set()
+        thread.join()
+    assert len(seen["inside"]) == 1 and seen["inside"] <= before
+    assert os.sched_getaffinity(0) == before

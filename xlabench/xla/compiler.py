@@ -468,6 +468,31 @@ def compile_and_run(
 MAX_TIMED_ROUNDS = 2000  # timed rounds of `compile_and_run_interleaved` at most
 
 
+@contextlib.contextmanager
+def _one_core() -> Iterator[None]:
+    """Run every thread of this process on one core while inside, then give back the cores it had.
+
+    Why: XLA's executables use its thread pool unevenly, so on a shared machine a policy/default
+    ratio of two multi-threaded executables depends on the load beside them (README, "One core").
+    On one core both run serially and the load falls on them alike.
+    """
+    threads = [int(tid) for tid in os.listdir("/proc/self/task")] if hasattr(os, "sched_setaffinity") else []
+    if not threads:
+        yield
+        return
+    cores = sorted(os.sched_getaffinity(0))
+    core = cores[os.getpid() % len(cores)]  # two timing workers on one machine likely take different cores
+    for tid in threads:
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
+            os.sched_setaffinity(tid, {core})
+    try:
+        yield
+    finally:
+        for tid in os.listdir("/proc/self/task"):
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(int(tid), cores)
+
+
 def compile_and_run_interleaved(
     text: str,
     disabled_passes: list[str],
@@ -505,27 +530,29 @@ def compile_and_run_interleaved(
 
     answers: list[dict[str, Any]] = []
     try:
-        for executable, compile_seconds in compiled:
-            answers.append(
-                {
-                    "outputs": [np.asarray(array) for array in run_once(executable)],
-                    "compile_seconds": compile_seconds,
-                    "run_seconds": [],
-                    "optimized_histogram": _reachable_histogram(executable.hlo_modules()[0])[0],
-                }
-            )
-        for _ in range(warmup):
-            for executable, _ in compiled:
-                run_once(executable)
-        rounds = 0
-        while rounds < repeats or (
-            rounds < MAX_TIMED_ROUNDS and min(sum(answer["run_seconds"]) for answer in answers) < min_seconds
-        ):
-            for (executable, _), answer in zip(compiled, answers, strict=True):
-                begun = time.perf_counter()
-                run_once(executable)
-                answer["run_seconds"].append(time.perf_counter() - begun)
-            rounds += 1
+        with _one_core():
+            for executable, compile_seconds in compiled:
+                answers.append(
+                    {
+                        "outputs": [np.asarray(array) for array in run_once(executable)],
+                        "compile_seconds": compile_seconds,
+                        "run_seconds": [],
+                        "optimized_histogram": _reachable_histogram(executable.hlo_modules()[0])[0],
+                    }
+                )
+            for _ in range(warmup):
+                for executable, _ in compiled:
+                    run_once(executable)
+            rounds = 0
+            while rounds < repeats or (
+                rounds < MAX_TIMED_ROUNDS
+                and min(sum(answer["run_seconds"]) for answer in answers) < min_seconds
+            ):
+                for (executable, _), answer in zip(compiled, answers, strict=True):
+                    begun = time.perf_counter()
+                    run_once(executable)
+                    answer["run_seconds"].append(time.perf_counter() - begun)
+                rounds += 1
     except Exception as error:
         raise CompilerFailure(f"execution failed: {_first_line(error)}") from None
     return answers
