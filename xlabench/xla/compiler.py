@@ -476,21 +476,31 @@ def _one_core() -> Iterator[None]:
     ratio of two multi-threaded executables depends on the load beside them (README, "One core").
     On one core both run serially and the load falls on them alike.
     """
-    threads = [int(tid) for tid in os.listdir("/proc/self/task")] if hasattr(os, "sched_setaffinity") else []
-    if not threads:
+    threads = _thread_ids()
+    if not threads:  # no per-thread affinity here (not Linux): time on every core
         yield
         return
     cores = sorted(os.sched_getaffinity(0))
-    core = cores[os.getpid() % len(cores)]  # two timing workers on one machine likely take different cores
+    core = cores[os.getpid() % len(cores)]  # pids spread the timing workers of one machine over its cores
     for tid in threads:
         with contextlib.suppress(OSError):  # a thread that ended meanwhile
             os.sched_setaffinity(tid, {core})
     try:
         yield
     finally:
-        for tid in os.listdir("/proc/self/task"):
+        for tid in _thread_ids():
             with contextlib.suppress(OSError):
-                os.sched_setaffinity(int(tid), cores)
+                os.sched_setaffinity(tid, cores)
+
+
+def _thread_ids() -> list[int]:
+    """Every thread of this process (Linux), none where threads cannot be pinned one by one."""
+    if not hasattr(os, "sched_setaffinity"):
+        return []
+    try:
+        return [int(tid) for tid in os.listdir("/proc/self/task")]
+    except OSError:
+        return []
 
 
 def compile_and_run_interleaved(
