@@ -90,8 +90,11 @@ def test_any_sequence_of_action_passes_preserves_every_output(data, mixed_module
     assert compare_outputs(expected, executed.outputs) == []
 
 
-@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="thread affinity is Linux's")
-def test_timed_runs_keep_every_thread_on_one_core_and_give_the_cores_back():
+@pytest.mark.skipif(
+    not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
+    reason="needs per-thread affinity (Linux) and two cores to tell one from all",
+)
+def test_one_core_pins_every_thread_while_timing_and_gives_each_its_cores_back():
     # XLA's thread pool exists before any timing starts: a thread started beforehand stands for it.
     from xlabench.xla.compiler import _one_core
 
@@ -101,15 +104,18 @@ def test_timed_runs_keep_every_thread_on_one_core_and_give_the_cores_back():
 
     def pool_thread() -> None:
         ready.set()
-        release.wait()
+        release.wait(timeout=60)
         seen["inside"] = os.sched_getaffinity(0)
 
-    thread = threading.Thread(target=pool_thread)
+    thread = threading.Thread(target=pool_thread, daemon=True)
     thread.start()
-    ready.wait()
-    with _one_core():
-        assert len(os.sched_getaffinity(0)) == 1
+    ready.wait(timeout=60)
+    try:
+        with _one_core():
+            inside = os.sched_getaffinity(0)
+            release.set()
+            thread.join(timeout=60)
+    finally:
         release.set()
-        thread.join()
-    assert len(seen["inside"]) == 1 and seen["inside"] <= before
+    assert len(inside) == 1 and len(seen["inside"]) == 1 and seen["inside"] <= before
     assert os.sched_getaffinity(0) == before

@@ -470,33 +470,38 @@ MAX_TIMED_ROUNDS = 2000  # timed rounds of `compile_and_run_interleaved` at most
 
 @contextlib.contextmanager
 def _one_core() -> Iterator[None]:
-    """Run every thread of this process on one core while inside, then give back the cores it had.
+    """Run every thread of this process on one core while inside, then give each its cores back.
 
     Why: XLA's executables use its thread pool unevenly, so on a shared machine a policy/default
     ratio of two multi-threaded executables depends on the load beside them (README, "One core").
     On one core both run serially and the load falls on them alike.
     """
-    threads = _thread_ids()
-    if not threads:  # no per-thread affinity here (not Linux): time on every core
+    try:
+        cores = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # no per-thread affinity here (not Linux): time on every core
         yield
         return
-    cores = sorted(os.sched_getaffinity(0))
     core = cores[os.getpid() % len(cores)]  # pids spread the timing workers of one machine over its cores
-    for tid in threads:
-        with contextlib.suppress(OSError):  # a thread that ended meanwhile
-            os.sched_setaffinity(tid, {core})
+    saved: dict[int, set[int]] = {}
     try:
+        # Threads may start while others are pinned: list again until no thread is new.
+        for _ in range(10):
+            new = [tid for tid in _thread_ids() if tid not in saved]
+            if not new:
+                break
+            for tid in new:
+                with contextlib.suppress(OSError):  # a thread that ended meanwhile
+                    saved[tid] = os.sched_getaffinity(tid)
+                    os.sched_setaffinity(tid, {core})
         yield
     finally:
         for tid in _thread_ids():
             with contextlib.suppress(OSError):
-                os.sched_setaffinity(tid, cores)
+                os.sched_setaffinity(tid, saved.get(tid, cores))
 
 
 def _thread_ids() -> list[int]:
-    """Every thread of this process (Linux), none where threads cannot be pinned one by one."""
-    if not hasattr(os, "sched_setaffinity"):
-        return []
+    """Every thread of this process (Linux), none where /proc cannot tell."""
     try:
         return [int(tid) for tid in os.listdir("/proc/self/task")]
     except OSError:
