@@ -27,7 +27,7 @@ import numpy as np
 
 from xlabench.errors import CompilerError
 from xlabench.xla import HloModule, PassDriver
-from xlabench.xla.catalogue import base_pass
+from xlabench.xla.catalogue import base_pass, sets_precision
 
 
 @dataclass
@@ -112,6 +112,8 @@ def improve_order(
 
     The edits: append one of `candidates` (XLA's passes on this graph), drop one pass, or insert one
     of `insertions` before a pass, the last positions first -- their suffix to re-apply is short.
+    Neither an insertion nor a dropped pass goes ahead of the order's last pass that sets the element
+    types (`sets_precision`): moved there, a simplification changes the numerics, not just the count.
     `budget` bounds the compiler calls (pass applications past the unchanged prefix, and counts).
     XLA's order is a strong start, not an optimum: on the CG loops of the suite, sequences exist
     whose result has 5% fewer ops than XLA's.
@@ -154,10 +156,12 @@ def improve_order(
     improved = True
     while improved and spent < budget:
         improved = False
+        first = 1 + max((i for i, name in enumerate(order) if sets_precision(name)), default=-1)
         edits = [(len(order), [name]) for name in candidates if len(order) < max_length]
-        edits += [(i, order[i + 1 :]) for i in reversed(range(len(order)))]
+        positions = list(reversed(range(first, len(order))))
+        edits += [(i, order[i + 1 :]) for i in positions]
         if len(order) < max_length:
-            edits += [(i, [name, *order[i:]]) for i in reversed(range(len(order))) for name in insertions]
+            edits += [(i, [name, *order[i:]]) for i in positions for name in insertions]
         for position, suffix in edits:
             sequence = order[:position] + suffix
             if not valid(sequence):
