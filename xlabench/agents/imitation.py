@@ -274,7 +274,8 @@ def demonstrations(
 
     With `improve_budget`, the order is first improved (`improve_order`, at most that many compiler
     calls per graph, with the passes of XLA's order as the ones to append; the single runs of the
-    passes of `insertions` that XLA iterates there may also be inserted anywhere). With `per_family`, only
+    passes of `insertions` that XLA iterates there may also be inserted after its float
+    normalization). With `per_family`, only
     that many of each family's graphs, the smallest. With `try_share`, the passes in that share of
     the orders are tried in every order (`with_tries`), unless that raises the graph's count.
     """
