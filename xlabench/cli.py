@@ -7,6 +7,7 @@ import os
 import sys
 
 from xlabench.errors import XlabenchError
+from xlabench.xla.compilers import COMPILER_VARIABLE, resolve_compiler
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,7 +35,30 @@ def build_parser() -> argparse.ArgumentParser:
     bench_subparsers = bench.add_subparsers(dest="benchmark", required=True)
     xla_bench.register(bench_subparsers)
     env_bench.register(bench_subparsers)
+    compilers = subparsers.add_parser("compilers", help="other jaxlib releases side by side: add, list, diff")
+    compilers_subparsers = compilers.add_subparsers(dest="compilers_command", required=True)
+    xla_cli.register_compilers(compilers_subparsers)
+    for command in COMPILING_COMMANDS:
+        for leaf in _leaf_parsers(subparsers.choices[command]):
+            leaf.add_argument(
+                "--compiler",
+                metavar="VERSION",
+                help=f"the jaxlib release to compile with: the installed one (default; ${COMPILER_VARIABLE}) "
+                "or one added with `xlabench compilers add`",
+            )
     return parser
+
+
+# Commands that compile, and so take --compiler: every subcommand under them.
+COMPILING_COMMANDS = ("passes", "stats", "apply", "eval", "retrain", "policies", "baselines", "bench")
+
+
+def _leaf_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """The parser itself, or every parser under its subcommands."""
+    groups = [action for action in parser._actions if isinstance(action, argparse._SubParsersAction)]
+    if not groups:
+        return [parser]
+    return [leaf for group in groups for child in group.choices.values() for leaf in _leaf_parsers(child)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,6 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if getattr(args, "compiler", None):
+            # Every driver, pool and worker process of this run resolves the compiler from here.
+            os.environ[COMPILER_VARIABLE] = resolve_compiler(args.compiler).version
         return int(args.handler(args) or 0)
     except XlabenchError as error:
         print(f"xlabench: error: {error}", file=sys.stderr)

@@ -6,15 +6,15 @@ import json
 import shutil
 
 import numpy as np
-import pytest
 import torch
 
 from tests.policies.conftest import SMALL_GRAPH, run_metadata
 from xlabench.agents.train import ENVIRONMENT
 from xlabench.cli import main
 from xlabench.env import PassOrderingEnv
-from xlabench.policies.artifact import PolicyError, resolve, save, versions
-from xlabench.policies.policy import load_policy
+from xlabench.graphs import resolve_graphs
+from xlabench.policies.artifact import resolve, save, versions
+from xlabench.policies.policy import load_policy, rollout
 from xlabench.xla import default_driver
 
 
@@ -78,21 +78,48 @@ def test_a_truncated_file_is_refused(saved_policy, tmp_path, capsys):
     assert "metadata.json: unreadable" in _refusal(capsys, str(copy))
 
 
-def test_a_policy_from_another_action_set_is_refused(policies_root, ppo_model, capsys):
-    # What a policy trained before gather/scatter_simplifier became actions would carry.
-    installed = default_driver().catalogue.action_passes(ENVIRONMENT["action_set"])
-    actions = [a for a in installed if "_simplifier" not in a]
-    save("old", ppo_model.policy.state_dict(), run_metadata("old", actions), "old", policies_root)
-    expected = f"its {len(actions)} actions are not the installed action set's {len(installed)}"
-    assert len(actions) < len(installed) and expected in _refusal(capsys, "old")
-    with pytest.raises(PolicyError, match="gather_simplifier"):
-        load_policy("old", default_driver())
+def _untrained_weights(action_count: int) -> dict:
+    """The state dict of an untrained network for `action_count` actions, as retrain would save it."""
+    from gymnasium import spaces
+
+    from xlabench.agents.train import ACTIVATION, NET_ARCH, policy_class, policy_kwargs
+    from xlabench.env.pass_ordering import observation_space
+
+    network = policy_class("ppo")(
+        observation_space(action_count),
+        spaces.Discrete(action_count + 1),
+        lambda _: 0.0,
+        **policy_kwargs(NET_ARCH, ACTIVATION),
+    )
+    return network.state_dict()
 
 
-def test_a_policy_for_another_jaxlib_is_refused(policies_root, ppo_model, capsys):
-    metadata = {**run_metadata("elsewhere"), "jaxlib_version": "0.9.0"}
+def test_a_policy_made_with_other_actions_keeps_its_own_and_masks_what_the_compiler_lacks(policies_root):
+    # Made on a release without the gather/scatter simplifiers, with one pass this release does not have.
+    driver = default_driver()
+    installed = driver.catalogue.action_passes(ENVIRONMENT["action_set"])
+    actions = [a for a in installed if "_simplifier" not in a] + ["pass-of-another-release"]
+    metadata = {**run_metadata("other", actions), "jaxlib_version": "0.9.2"}
+    save("other", _untrained_weights(len(actions)), metadata, "other", policies_root)
+    policy = load_policy("other", driver)
+    match = policy.action_match(driver)
+    assert policy.actions == actions
+    assert match.masked == ("pass-of-another-release",)
+    assert set(match.not_offered) == {a for a in installed if "_simplifier" in a} != set()
+    assert match.trained_jaxlib == "0.9.2" and match.changed
+    env = PassOrderingEnv(graphs=SMALL_GRAPH, actions=actions, mask_missing_actions=True)
+    env.reset(seed=0)
+    assert env.missing_actions == ["pass-of-another-release"] and not env.action_masks()[len(actions) - 1]
+    found = rollout(policy, driver, resolve_graphs(SMALL_GRAPH)[0])
+    assert "pass-of-another-release" not in found.sequence and found.op_count > 0
+
+
+def test_a_policy_whose_network_cannot_take_the_observations_is_refused(policies_root, ppo_model, capsys):
+    metadata = {**run_metadata("elsewhere"), "observation_spec": {"histogram": [3]}}
     save("elsewhere", ppo_model.policy.state_dict(), metadata, "elsewhere", policies_root)
-    assert "trained against jaxlib 0.9.0, installed is" in _refusal(capsys, "elsewhere")
+    assert "its network takes observations {'histogram': [3]}, this xlabench gives" in _refusal(
+        capsys, "elsewhere"
+    )
 
 
 def test_unknown_policies_and_versions_are_one_clear_error(saved_policy, capsys):

@@ -124,7 +124,7 @@ def test_catalogue_is_cached_per_jaxlib_version_and_survives_a_damaged_cache(mon
         assert json.load(handle)["jaxlib_version"] == found.jaxlib_version
     with open(path, "w") as handle:
         handle.write("{ not json")
-    monkeypatch.setattr(catalogue, "_loaded", None)  # as a new process would start
+    monkeypatch.setattr(catalogue, "_loaded", {})  # as a new process would start
     again = catalogue.load_catalogue()
     assert again.action_passes() == found.action_passes()
     with open(path) as handle:

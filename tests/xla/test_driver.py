@@ -268,7 +268,7 @@ def test_a_changed_catalogue_table_or_canonical_form_misses_the_cache(
     # Editing a class table changes the required-only pipeline: the old record must not be served.
     tables = {name: text for name, text in catalogue.SIMPLIFICATION_PASSES.items() if name != "cse"}
     monkeypatch.setattr(catalogue, "SIMPLIFICATION_PASSES", tables)
-    monkeypatch.setattr(catalogue, "_loaded", None)
+    monkeypatch.setattr(catalogue, "_loaded", {})
     assert "cse" not in fresh_driver.catalogue.disabled_for_required_only()
     fresh_driver.run_required_passes(redundant_module)
     assert len(fresh_driver.cache) == 3

@@ -134,7 +134,7 @@ def run_update(args: argparse.Namespace) -> int:
     for reference in _policies(args.policy):
         policy, rows = _measure(reference, args, args.measurements)
         name = policy.artifact.metadata["name"]
-        directory = write(name, policy.label, policy.artifact.metadata["jaxlib_version"], rows)
+        directory = write(name, policy.label, _compiler_version(), rows)
         for row in rows:
             if "error" in row:
                 failed += 1
@@ -144,21 +144,32 @@ def run_update(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _compiler_version() -> str:
+    """The jaxlib release this run compiles with (--compiler, $XLABENCH_COMPILER, or the installed one)."""
+    from xlabench.xla.compilers import resolve_compiler
+
+    return resolve_compiler().version
+
+
 def run_diff(args: argparse.Namespace) -> int:
-    """Per graph, stored -> now for op count and runtime ratio; exit 1 when an op count grew."""
+    """Per graph, stored -> now for op count and runtime ratio; exit 1 when an op count grew, a graph
+    failed or has no baseline. Baselines made with another jaxlib are compared on purpose: that is how a
+    compiler change (`--compiler VERSION`) is judged."""
     from xlabench.baselines.storage import load
-    from xlabench.xla import default_driver
 
     regressions = 0
     for reference in _policies(args.policy):
         policy, rows = _measure(reference, args)
-        stored = load(policy.artifact.metadata["name"], policy.label, default_driver().jaxlib_version)
+        stored = load(
+            policy.artifact.metadata["name"], policy.label, _compiler_version(), allow_jaxlib_change=True
+        )
         if stored is None:
             raise UserInputError(f"{policy.label}: no stored baselines (run `xlabench baselines update`)")
         changes = []
         for row in rows:
             before = stored.get(row["name"])
             if before is None or "error" in row:
+                regressions += 1
                 changes.append((row["name"], "no baseline" if before is None else f"failed: {row['error']}"))
                 continue
             if row["R"] == before["R"] and row["sequence"] == before["sequence"]:
@@ -170,7 +181,10 @@ def run_diff(args: argparse.Namespace) -> int:
             if row["sequence"] != before["sequence"]:
                 what += "; sequence now: " + " ".join(row["sequence"])
             changes.append((row["name"], what))
-        print(f"{policy.label} vs {stored.directory} ({len(rows)} graphs, {len(changes)} changed):")
+        print(
+            f"{policy.label} on jaxlib {_compiler_version()} vs {stored.directory} (jaxlib "
+            f"{stored.metadata['jaxlib']}; {len(rows)} graphs, {len(changes)} changed):"
+        )
         for name, what in changes:
             print(f"  {name}: {what}")
     return 1 if regressions else 0

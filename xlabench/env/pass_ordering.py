@@ -101,6 +101,7 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         rewards: bool = True,
         mask_inapplicable: bool = False,
         skip_known_no_ops: bool = True,
+        mask_missing_actions: bool = False,
     ) -> None:
         if max_steps < 1:
             raise UserInputError(f"max_steps must be at least 1, not {max_steps}")
@@ -115,9 +116,13 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         self.graph_names = sorted(self.graphs)
         if actions is None:
             actions = self.driver.catalogue.action_passes(action_set)
-        for pass_name in actions:
-            self.driver.check_pass(pass_name)
+        if not mask_missing_actions:
+            for pass_name in actions:
+                self.driver.check_pass(pass_name)
         self.actions = list(actions)
+        # Actions this compiler lacks (a policy made on another release): always masked, never run.
+        self.missing_actions = [name for name in self.actions if not self.driver.has_pass(name)]
+        self._missing = {index for index, name in enumerate(self.actions) if name in self.missing_actions}
         self.stop_action = len(self.actions)
         self.max_steps = max_steps
         self.error_penalty = error_penalty
@@ -179,6 +184,10 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
             return self._observation(), reward, True, False, self._info("stop", 0.0, None)
 
         pass_name = self.actions[action]
+        if action in self._missing:
+            raise UserInputError(
+                f"{pass_name}: jaxlib {self.driver.jaxlib_version} has no such pass (masked)"
+            )
         before = self._module
         error: CompilerError | None = None
         seconds = 0.0
@@ -219,7 +228,8 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
     def action_masks(self) -> np.ndarray:
         """Valid actions (MaskablePPO's protocol): stop, and every pass not known to be useless here.
 
-        Known useless: a pass that left this very module unchanged or failed on it, a pass whose
+        Known useless: a pass this compiler lacks (`mask_missing_actions`), a pass that left this very
+        module unchanged or failed on it, a pass whose
         required predecessor is not in the sequence yet (`PassCatalogue.unmet_requirement`) and, with
         `mask_inapplicable`, a pass none of whose opcodes is in the module (`inapplicable`) or whose
         fixed-point run ended on this module.
@@ -230,7 +240,8 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
             histogram = self.driver.features(self._module).histogram if self.mask_inapplicable else {}
             for action, name in enumerate(self.actions):
                 mask[action] = (
-                    (self._module.fingerprint, action) not in self._useless
+                    action not in self._missing
+                    and (self._module.fingerprint, action) not in self._useless
                     and catalogue.unmet_requirement(name, self._sequence) is None
                     and not (self.mask_inapplicable and inapplicable(name, histogram))
                 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from typing import Any
 
@@ -71,10 +72,14 @@ def run_eval(args: argparse.Namespace) -> int:
     if strategy == "beam":
         options["width"] = args.width
     label = args.policy or DEFAULT_POLICY
+    action_match = None
     try:
         if strategy == "policy":
             options["policy"] = load_policy(label, driver)
             label = options["policy"].label
+            action_match = options["policy"].action_match(driver)
+            if action_match.changed:
+                print(action_match.note())
         runtime = not args.no_runtime
         checkpoint = None
         if args.checkpoint:
@@ -110,6 +115,8 @@ def run_eval(args: argparse.Namespace) -> int:
         ]
         document = {
             "policy": label,
+            "jaxlib": driver.jaxlib_version,
+            "action_match": dataclasses.asdict(action_match) if action_match is not None else None,
             "graphs_spec": args.graphs,
             "geomean_vs_default": summary["geomean_vs_default"],
             "geomean_reduction_ratio": summary["geomean_reduction_ratio"],

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,18 @@ class Policy:
         """name@vX.Y."""
         return self.artifact.label
 
+    def action_match(self, driver: PassDriver) -> ActionMatch:
+        """The policy's actions the driver's compiler lacks, and the compiler's the policy does not know."""
+        metadata = self.artifact.metadata
+        offered = driver.catalogue.action_passes(metadata.get("environment", {}).get("action_set", "all"))
+        return ActionMatch(
+            policy=self.label,
+            trained_jaxlib=str(metadata.get("jaxlib_version")),
+            jaxlib=driver.jaxlib_version,
+            masked=tuple(name for name in self.actions if not driver.has_pass(name)),
+            not_offered=tuple(name for name in offered if name not in self.actions),
+        )
+
     def act(self, observation: dict[str, np.ndarray], mask: np.ndarray) -> int:
         """The most likely allowed action (deterministic)."""
         tensor, _ = self.network.obs_to_tensor(observation)
@@ -77,19 +90,44 @@ class Policy:
         return int(np.argmax(values))
 
 
-def load_policy(
-    reference: str, driver: PassDriver, root: Path | None = None, allow_jaxlib_change: bool = False
-) -> Policy:
-    """Load NAME, NAME@vX.Y or a version directory, verified against the installed compiler."""
+@dataclass(frozen=True)
+class ActionMatch:
+    """How a policy's actions meet one compiler's, matched by pass name."""
+
+    policy: str
+    trained_jaxlib: str
+    jaxlib: str
+    masked: tuple[str, ...]  # the policy's actions this compiler lacks: never chosen
+    not_offered: tuple[str, ...]  # this compiler's actions the policy was not made with
+
+    @property
+    def changed(self) -> bool:
+        """Whether the policy meets another compiler, or another action list, than it was made with."""
+        return self.trained_jaxlib != self.jaxlib or bool(self.masked or self.not_offered)
+
+    def note(self) -> str:
+        """One line for a report: what rolling out on this compiler changes for the policy."""
+        parts = [f"{self.policy} (made on jaxlib {self.trained_jaxlib}) on jaxlib {self.jaxlib}"]
+        parts.append(f"masked, the compiler lacks them: {', '.join(self.masked) or 'none'}")
+        # A pass a release adds is orderable (the catalogue's simplification table names existing
+        # passes only), so the required-only pipeline still runs it after the policy's sequence.
+        parts.append(f"not offered, left to XLA's required passes: {', '.join(self.not_offered) or 'none'}")
+        return "; ".join(parts)
+
+
+def load_policy(reference: str, driver: PassDriver, root: Path | None = None) -> Policy:
+    """Load NAME, NAME@vX.Y or a version directory; it rolls out on the driver's compiler.
+
+    Made on another release, or with another action list, it keeps its own actions: those this
+    compiler lacks are masked, those it adds are not offered (`Policy.action_match`). Refused, in one
+    line, is only what cannot be served: a corrupt file, or observations its network cannot take.
+    """
     from xlabench.env.pass_ordering import observation_space
     from xlabench.policies.artifact import read_metadata, resolve
 
     metadata = read_metadata(resolve(reference, root))
-    action_set = metadata.get("environment", {}).get("action_set", "all")
-    actions = driver.catalogue.action_passes(action_set)
-    spec = observation_spec(observation_space(len(actions)))
-    artifact = load(reference, driver.jaxlib_version, actions, spec, root, allow_jaxlib_change)
-    return Policy(artifact)
+    spec = observation_spec(observation_space(len(metadata.get("actions") or [])))
+    return Policy(load(reference, spec, root))
 
 
 def rollout(policy: Policy, driver: PassDriver, graph: Graph) -> SearchResult:
@@ -105,6 +143,7 @@ def rollout(policy: Policy, driver: PassDriver, graph: Graph) -> SearchResult:
         mask_inapplicable=policy.mask_inapplicable,
         count_every_step=False,
         rewards=False,  # greedy: R at the end is all that counts, R0 is never needed
+        mask_missing_actions=True,  # made on another release: what this compiler lacks is masked
     )
     observation, info = env.reset(seed=0, options={"graph": graph.name})
     started = time.perf_counter()

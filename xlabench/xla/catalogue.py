@@ -42,6 +42,7 @@ from xlabench.errors import UserInputError
 from xlabench.files import write_atomically
 from xlabench.xla import pool as compiler_pool
 from xlabench.xla.cache import cache_directory
+from xlabench.xla.compilers import Compiler, resolve_compiler
 
 # Where "default" and "after a sequence" are both counted: just before this pass runs.
 COUNTING_POINT_PASS = "layout-assignment"
@@ -490,12 +491,13 @@ def classify(tree: list[dict[str, Any]], jaxlib_version: str) -> PassCatalogue:
     return PassCatalogue(jaxlib_version=jaxlib_version, tree=tree, passes=passes)
 
 
-def discover(timeout: float = 600) -> PassCatalogue:
+def discover(compiler: Compiler, timeout: float = 600) -> PassCatalogue:
     """Compile the probe module with pipeline logging on and classify what ran."""
     version, log = compiler_pool.call_once(
         "discover_pipeline",
         {"TF_CPP_VMODULE": "hlo_pass_pipeline=1", "TF_CPP_MIN_LOG_LEVEL": "0", "TF_CPP_MAX_VLOG_LEVEL": "1"},
         timeout=timeout,
+        compiler=compiler,
     )
     tree = parse_pipeline_log(log)
     if not tree:
@@ -503,15 +505,15 @@ def discover(timeout: float = 600) -> PassCatalogue:
     return classify(tree, version)
 
 
-_loaded: PassCatalogue | None = None
+_loaded: dict[str, PassCatalogue] = {}
 
 
-def load_catalogue(refresh: bool = False) -> PassCatalogue:
-    """The catalogue for the installed jaxlib: from the cache, or discovered and cached."""
-    global _loaded
-    version = _installed_jaxlib_version()
-    if _loaded is not None and _loaded.jaxlib_version == version and not refresh:
-        return _loaded
+def load_catalogue(refresh: bool = False, compiler: Compiler | None = None) -> PassCatalogue:
+    """A compiler's catalogue (default: `resolve_compiler()`), from the cache or discovered and cached."""
+    compiler = compiler or resolve_compiler()
+    version = compiler.version
+    if version in _loaded and not refresh:
+        return _loaded[version]
     path = os.path.join(cache_directory(), f"catalogue-jaxlib-{version}.json")
     if not refresh and os.path.exists(path):
         try:
@@ -519,18 +521,11 @@ def load_catalogue(refresh: bool = False) -> PassCatalogue:
                 data = json.load(handle)
             if data.get("format") == CATALOGUE_FORMAT:
                 # Classes come from the tables in this file, so re-classify the cached tree.
-                _loaded = classify(data["tree"], data["jaxlib_version"])
-                return _loaded
+                _loaded[version] = classify(data["tree"], data["jaxlib_version"])
+                return _loaded[version]
         except (OSError, ValueError, KeyError, TypeError):
             pass  # a damaged cache is rediscovered
-    catalogue = discover()
+    catalogue = discover(compiler)
     write_atomically(path, json.dumps(catalogue.to_dict(), indent=1).encode())
-    _loaded = catalogue
+    _loaded[version] = catalogue
     return catalogue
-
-
-def _installed_jaxlib_version() -> str:
-    """jaxlib's version from package metadata: no import of jaxlib in the caller's process."""
-    from importlib.metadata import version
-
-    return version("jaxlib")

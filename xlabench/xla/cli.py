@@ -10,13 +10,15 @@ import time
 from typing import Any
 
 from xlabench.errors import CompilerError, UserInputError
+from xlabench.xla.compilers import add_compiler, installed_compiler, managed_compilers, remove_compiler
 from xlabench.xla.driver import default_driver
 from xlabench.xla.module import HloModule
+from xlabench.xla.releases import supported_range
 
 
 def register(subparsers: Any) -> None:
     """Add the driver's subcommands to the top-level parser."""
-    passes = subparsers.add_parser("passes", help="list the installed XLA CPU pipeline's passes and classes")
+    passes = subparsers.add_parser("passes", help="list the XLA CPU pipeline's passes and classes")
     passes.add_argument("--json", action="store_true", help="print one JSON object")
     passes.add_argument("--refresh", action="store_true", help="rediscover instead of using the cache")
     passes.set_defaults(handler=run_passes)
@@ -38,6 +40,46 @@ def register(subparsers: Any) -> None:
         "any output buffer differs (replays a reproducer of the pytest plugin's semantics check)",
     )
     apply.set_defaults(handler=run_apply)
+
+
+def register_compilers(subparsers: Any) -> None:
+    """Add `compilers add|list|remove` to the `compilers` group's parser."""
+    add = subparsers.add_parser("add", help="make a managed environment with another jaxlib release")
+    add.add_argument("version", help=f"a jaxlib release ({supported_range()})")
+    add.set_defaults(handler=run_compilers_add)
+    listing = subparsers.add_parser("list", help="the installed compiler and the added ones")
+    listing.add_argument("--json", action="store_true", help="print one JSON object")
+    listing.set_defaults(handler=run_compilers_list)
+    remove = subparsers.add_parser("remove", help="delete an added compiler's environment")
+    remove.add_argument("version")
+    remove.set_defaults(handler=run_compilers_remove)
+
+
+def run_compilers_add(args: argparse.Namespace) -> int:
+    """Add one release, showing progress on stderr."""
+    add_compiler(args.version, progress=lambda line: print(line, file=sys.stderr, flush=True))
+    return 0
+
+
+def run_compilers_list(args: argparse.Namespace) -> int:
+    """List the compilers this install can run."""
+    installed = installed_compiler()
+    compilers = ([installed] if installed is not None else []) + managed_compilers()
+    if args.json:
+        rows = [{"version": c.version, "managed": c.managed, "python": c.python} for c in compilers]
+        print(json.dumps({"compilers": rows, "supported": supported_range()}))
+        return 0
+    for compiler in compilers:
+        where = compiler.python if compiler.managed else "this environment (the default)"
+        print(f"{compiler.version:10} {where}")
+    print(f"supported: {supported_range()}; add one with `xlabench compilers add VERSION`")
+    return 0
+
+
+def run_compilers_remove(args: argparse.Namespace) -> int:
+    """Delete one managed environment."""
+    print(f"removed {remove_compiler(args.version)}")
+    return 0
 
 
 def load_module(spec: str) -> HloModule:

@@ -33,11 +33,15 @@ from typing import Any
 
 import numpy as np
 
-# Importing jaxlib is deliberate here and only here.
-from jax._src.lib import _jax, xla_client
-
+from xlabench.xla import adapter
 from xlabench.xla.pool import CompilerFailure
-from xlabench.xla.structure import callees, normalized_text_and_fingerprint
+from xlabench.xla.structure import (
+    COMPUTATION_HEADER,
+    INSTRUCTION,
+    callees,
+    normalized_text_and_fingerprint,
+    split_computations,
+)
 
 STOP_MARKER = "xlabench_stop"
 _STOP_COMPUTATION = (
@@ -58,32 +62,15 @@ _EXPECTED_STOPS = (
 )
 
 
-def client() -> Any:
-    """Return jax's CPU client, so arrays made by jax.device_put belong to it."""
-    from jax._src import xla_bridge
-
-    return xla_bridge.get_backend("cpu")
-
-
 def jaxlib_version() -> str:
     """Return the version of the jaxlib that provides the compiler."""
-    import jaxlib
-
-    return jaxlib.__version__
-
-
-def _print_options() -> Any:
-    """Print options that make text a lossless, re-parsable module without noise."""
-    options = xla_client.hlo.HloPrintOptions()
-    options.print_metadata = False
-    options.print_large_constants = True
-    return options
+    return adapter.jaxlib_version()
 
 
 def parse(text: str) -> Any:
     """Parse HLO text into an XLA HloModule; malformed text raises CompilerFailure."""
     try:
-        return xla_client.hlo.hlo_module_from_text(text)
+        return adapter.parse_module(text)
     except Exception as error:  # jaxlib raises its own runtime error type
         raise CompilerFailure(_parse_error_summary(str(error))) from None
 
@@ -99,7 +86,7 @@ def _parse_error_summary(message: str) -> str:
 
 def to_text(module: Any) -> str:
     """Print a parsed module as canonical xlabench text (no metadata, full constants)."""
-    return module.to_string(_print_options())
+    return adapter.module_text(module, adapter.print_options())
 
 
 def entry_computation_name(text: str) -> str:
@@ -154,13 +141,9 @@ def _scratch_dir() -> str:
 
 def _compile(text: str, overrides: dict[str, Any]) -> Any:
     """Compile module text with DebugOptions overrides; return the executable or raise."""
-    module = parse(text)
-    options = xla_client.CompileOptions()
-    options.env_option_overrides = list(overrides.items())
-    stablehlo = xla_client._xla.mlir.hlo_to_stablehlo(module.as_serialized_hlo_module_proto())
-    devices = xla_client.DeviceList(tuple(client().devices()[:1]))
+    stablehlo = adapter.to_stablehlo(parse(text))
     try:
-        return client().compile_and_load(stablehlo, devices, options)
+        return adapter.compile_stablehlo(stablehlo, overrides)
     except Exception as error:
         raise CompilerFailure(_first_line(error)) from None
 
@@ -287,28 +270,25 @@ def canonical_module(module: Any) -> Any:
     constants that CSE merged, one per use), so xlabench keeps modules in this form: the state a
     pass's output is counted in is the state the next pass starts from.
     """
-    stablehlo = xla_client._xla.mlir.hlo_to_stablehlo(module.as_serialized_hlo_module_proto())
-    computation = xla_client._xla.mlir.mlir_module_to_xla_computation(
-        stablehlo, use_tuple_args=False, return_tuple=False
-    )
-    return computation.get_hlo_module()
+    return adapter.from_stablehlo(adapter.to_stablehlo(module))
 
 
 def describe(text: str) -> dict[str, Any]:
     """Return name, canonical text, fingerprint and `features` of module text (canonicalizing it first)."""
     try:
         module = canonical_module(parse(text))
-    except CompilerFailure:
-        raise
+    except (CompilerFailure, AttributeError, TypeError):
+        raise  # a bad module is said as such; an AttributeError is this jaxlib's API (the worker says so)
     except Exception as error:
         raise CompilerFailure(f"XLA cannot import the module: {_first_line(error)}") from None
-    canonical, fingerprint = normalized_text_and_fingerprint(to_text(module))
+    printed = to_text(module)
+    canonical, fingerprint = normalized_text_and_fingerprint(printed)
     # Features from the canonical module in hand: the next thing every caller asks for.
     return {
-        "name": module.name,
+        "name": adapter.module_name(module),
         "text": canonical,
         "fingerprint": fingerprint,
-        "features": _module_features(module),
+        "features": _module_features(module, printed),
     }
 
 
@@ -377,8 +357,8 @@ def features(text: str) -> dict[str, Any]:
     return _module_features(parse(text))
 
 
-def _module_features(module: Any) -> dict[str, Any]:
-    histogram, computations, element_types = _reachable_histograms(module)
+def _module_features(module: Any, printed: str | None = None) -> dict[str, Any]:
+    histogram, computations, element_types = _reachable_histograms(printed or to_text(module))
     op_count = sum(count for opcode, count in histogram.items() if opcode != "parameter")
     return {
         "op_count": op_count,
@@ -389,53 +369,82 @@ def _module_features(module: Any) -> dict[str, Any]:
     }
 
 
-def _reachable_histogram(module: Any) -> tuple[dict[str, int], int]:
-    """Opcode counts over the computations reachable from ENTRY, and how many those are."""
-    histogram, computations, _ = _reachable_histograms(module)
-    return histogram, computations
+# XLA's text spells these opcodes otherwise than its HloOpcode enum (hlo_opcode.h); the features'
+# vocabulary uses the enum's spelling (kExp -> exp), as xlabench read it before it read the text.
+_ENUM_SPELLING = {
+    "count-leading-zeros": "clz", "cosine": "cos", "exponential": "exp", "exponential-minus-one": "expm1",
+    "log-plus-one": "log1p", "opt-barrier": "optimization-barrier", "popcnt": "population-count",
+    "sine": "sin", "topk": "top-k",
+}  # fmt: skip
+_OPCODE = re.compile(r"([a-z][a-z0-9\-]*)\(")
 
 
-def _reachable_histograms(module: Any) -> tuple[dict[str, int], int, dict[str, int]]:
+def instruction_opcode(right_hand_side: str) -> str:
+    """The opcode of an instruction from the text after its `=`: `f32[2]{0} add(...)` -> add."""
+    text = right_hand_side.lstrip()
+    if text.startswith("("):  # a tuple shape: skip to its closing parenthesis
+        depth = 0
+        for index, character in enumerate(text):
+            depth += character == "("
+            depth -= character == ")"
+            if depth == 0:
+                text = text[index + 1 :]
+                break
+    else:
+        text = text.split(" ", 1)[1] if " " in text else ""
+    match = _OPCODE.match(text.lstrip())
+    if match is None:
+        raise CompilerFailure(f"cannot read the opcode of instruction: {right_hand_side[:80]}")
+    return _ENUM_SPELLING.get(match.group(1), match.group(1))
+
+
+def _entry_instructions(printed: str) -> tuple[str, dict[str, list[tuple[str, str]]]]:
+    """The entry's name and {computation: [(instruction name, text after `=`)]} of printed module text."""
+    parts = split_computations(printed)
+    if parts is None:
+        raise CompilerFailure("module text has no computations")
+    entry, computations = None, {}
+    for block in parts[1]:
+        header = COMPUTATION_HEADER.match(block[0])
+        if header.group(1):
+            entry = header.group(2)
+        computations[header.group(2)] = [
+            (match.group(2), match.group(3)) for match in map(INSTRUCTION.match, block[1:]) if match
+        ]
+    if entry is None:
+        raise CompilerFailure("module has no ENTRY computation")
+    return entry, computations
+
+
+def _reachable_histograms(printed: str) -> tuple[dict[str, int], int, dict[str, int]]:
     """Opcode counts, reachable computations and result element-type counts, from ENTRY."""
-    entry = entry_computation_name(to_text(module))
-    computations = {computation.name: computation for computation in module.computations()}
+    entry, computations = _entry_instructions(printed)
     histogram: collections.Counter[str] = collections.Counter()
     element_types: collections.Counter[str] = collections.Counter()
     reachable, frontier = {entry}, [entry]
     while frontier:
-        computation = computations.get(frontier.pop())
-        if computation is None:
-            continue
-        for instruction in computation.instructions():
-            histogram[_opcode_name(instruction.opcode)] += 1
-            line = instruction.to_string()
-            element_types[_result_element_type(line)] += 1
-            for callee in callees(line):
+        for _, right_hand_side in computations.get(frontier.pop(), []):
+            histogram[instruction_opcode(right_hand_side)] += 1
+            element_types[_result_element_type(right_hand_side)] += 1
+            for callee in callees(right_hand_side):
                 if callee not in reachable:
                     reachable.add(callee)
                     frontier.append(callee)
     return dict(sorted(histogram.items())), len(reachable), dict(sorted(element_types.items()))
 
 
-def _result_element_type(instruction_text: str) -> str:
-    """`%x = bf16[2,3]{1,0} add(...)` -> bf16; a tuple-shaped result -> tuple."""
-    shape = instruction_text.split(" = ", 1)[-1].lstrip()
+def _result_element_type(right_hand_side: str) -> str:
+    """`bf16[2,3]{1,0} add(...)` -> bf16; a tuple-shaped result -> tuple."""
+    shape = right_hand_side.lstrip()
     if shape.startswith("("):
         return "tuple"
     match = re.match(r"[a-z][a-z0-9]*", shape)
     return match.group(0) if match else "other"
 
 
-def _opcode_name(opcode: Any) -> str:
-    """kDynamicUpdateSlice -> dynamic-update-slice (XLA's text spelling)."""
-    name = str(opcode).rsplit(".", 1)[-1]
-    name = name[1:] if name.startswith("k") else name
-    return re.sub(r"(?<!^)(?=[A-Z])", "-", name).lower()
-
-
 def cost_analysis(module: Any) -> dict[str, float]:
     """XLA's HloCostAnalysis totals: flops, transcendentals, bytes accessed."""
-    raw = _jax.hlo_module_cost_analysis(client(), module)
+    raw = adapter.cost_analysis(module)
     return {
         "flops": float(raw.get("flops", 0.0)),
         "transcendentals": float(raw.get("transcendentals", 0.0)),
@@ -524,11 +533,8 @@ def compile_and_run_interleaved(
     program has run for `min_seconds` in all (at most MAX_TIMED_ROUNDS): a 0.3 ms executable needs
     hundreds of runs for a stable median on a busy machine. Answers come in order: the module, then others.
     """
-    import jax
-
     programs = [(text, disabled_passes), *others]
-    device = client().devices()[0]
-    buffers = [jax.device_put(np.asarray(value), device) for value in inputs]
+    buffers = [adapter.put_on_device(np.asarray(value)) for value in inputs]
     compiled = []
     for text, disabled_passes in programs:
         started = time.perf_counter()
@@ -537,11 +543,7 @@ def compile_and_run_interleaved(
         compiled.append((executable, time.perf_counter() - started))
 
     def run_once(executable: Any) -> list[Any]:
-        results = executable.execute_sharded(buffers)
-        arrays = [group[0] for group in results.disassemble_into_single_device_arrays()]
-        for array in arrays:
-            array.block_until_ready()
-        return arrays
+        return adapter.execute(executable, buffers)
 
     answers: list[dict[str, Any]] = []
     try:
@@ -552,7 +554,9 @@ def compile_and_run_interleaved(
                         "outputs": [np.asarray(array) for array in run_once(executable)],
                         "compile_seconds": compile_seconds,
                         "run_seconds": [],
-                        "optimized_histogram": _reachable_histogram(executable.hlo_modules()[0])[0],
+                        "optimized_histogram": _reachable_histograms(
+                            to_text(adapter.optimized_module(executable))
+                        )[0],
                     }
                 )
             for _ in range(warmup):
@@ -575,20 +579,18 @@ def compile_and_run_interleaved(
 
 def parameter_specs(text: str) -> list[tuple[tuple[int, ...], str]]:
     """Shapes and numpy dtype names of the entry parameters, in order."""
-    module = parse(text)
-    printed = to_text(module)
-    entry = entry_computation_name(printed)
-    computation = next(c for c in module.computations() if c.name == entry)
+    entry, computations = _entry_instructions(to_text(parse(text)))
     params: dict[int, tuple[tuple[int, ...], str]] = {}
-    for instruction in computation.instructions():
-        if _opcode_name(instruction.opcode) != "parameter":
+    for _, right_hand_side in computations[entry]:
+        if instruction_opcode(right_hand_side) != "parameter":
             continue
-        line = instruction.to_string()
-        match = re.search(
-            r"=\s*([a-z]+[0-9]*[a-z0-9]*)\[([0-9,]*)\](?:\{[^}]*\})?\s+parameter\((\d+)\)", line
+        match = re.match(
+            r"\s*([a-z]+[0-9]*[a-z0-9]*)\[([0-9,]*)\](?:\{[^}]*\})?\s+parameter\((\d+)\)", right_hand_side
         )
         if match is None:
-            raise CompilerFailure(f"entry parameter with a type xlabench cannot feed: {line.strip()}")
+            raise CompilerFailure(
+                f"entry parameter with a type xlabench cannot feed: {right_hand_side.strip()}"
+            )
         element_type, dims, index = match.groups()
         shape = tuple(int(d) for d in dims.split(",") if d)
         params[int(index)] = (shape, _numpy_dtype_name(element_type))

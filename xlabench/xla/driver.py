@@ -44,6 +44,7 @@ from xlabench.xla.catalogue import (
     instance_key,
     load_catalogue,
 )
+from xlabench.xla.compilers import Compiler
 from xlabench.xla.features import Features
 from xlabench.xla.module import HloModule
 from xlabench.xla.structure import NORMALIZATION_VERSION
@@ -81,13 +82,20 @@ class PassDriver:
         crash_directory: str | None = None,
         timeout: float = compiler_pool.DEFAULT_TIMEOUT_SECONDS,
         disabled_passes: Iterable[str] | None = None,
+        compiler: Compiler | None = None,
     ) -> None:
         if disabled_passes is None:
             disabled_passes = disabled_passes_from_environment()
         # The simulated compiler change: passes off in every compile (checked on first use).
         self.disabled_passes: tuple[str, ...] = tuple(dict.fromkeys(disabled_passes))
         self._checked_disabled = not self.disabled_passes
-        self.pool = pool or compiler_pool.default_pool()
+        if pool is not None and compiler is not None and pool.compiler != compiler:
+            raise ValueError(
+                f"the pool runs {pool.compiler.label}, the driver was asked for {compiler.label}"
+            )
+        # The compiler under test: the pool's, else the one named (default: `resolve_compiler()`).
+        self.pool = pool or compiler_pool.default_pool(compiler)
+        self.compiler = self.pool.compiler
         self.cache = (cache if cache is not None else TransitionCache()) if use_cache else None
         self.crash_directory = (
             crash_directory
@@ -106,8 +114,8 @@ class PassDriver:
 
     @property
     def catalogue(self) -> PassCatalogue:
-        """The pass catalogue of the installed jaxlib."""
-        return load_catalogue()
+        """The pass catalogue of the driver's compiler."""
+        return load_catalogue(compiler=self.compiler)
 
     @property
     def jaxlib_version(self) -> str:
@@ -175,6 +183,14 @@ class PassDriver:
         close = difflib.get_close_matches(pass_name, self.catalogue.names(), n=3)
         hint = f" (did you mean {', '.join(close)}?)" if close else " (see `xlabench passes`)"
         raise UnknownPassError(f"{pass_name}: unknown pass for jaxlib {self.jaxlib_version}{hint}")
+
+    def has_pass(self, pass_name: str) -> bool:
+        """Whether this compiler can apply `pass_name` (a pass or variant) alone (see `check_pass`)."""
+        try:
+            self.check_pass(pass_name)
+        except UnknownPassError:
+            return False
+        return True
 
     def apply_pass(
         self,

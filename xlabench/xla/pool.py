@@ -24,6 +24,9 @@ import time
 from multiprocessing.connection import Connection
 from typing import Any
 
+from xlabench.xla.compilers import Compiler, resolve_compiler
+from xlabench.xla.releases import UnsupportedCompiler
+
 DEFAULT_TIMEOUT_SECONDS = float(os.environ.get("XLABENCH_COMPILER_TIMEOUT", "300"))
 _STDERR_TAIL_BYTES = 4000
 # XLA prints a banner of INFO lines per process; keep worker logs to warnings and worse.
@@ -44,6 +47,22 @@ def _new_scratch_directory() -> str:
     """A fresh directory for one worker's dumps, in memory when /dev/shm exists."""
     base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
     return tempfile.mkdtemp(prefix="xlabench-worker-", dir=base)
+
+
+def _worker_python_path(scratch_directory: str, python: str | None, inherited: str | None) -> str:
+    """PYTHONPATH of a worker: it must import this very xlabench, installed or not.
+
+    Under this interpreter, the folder that holds the package goes first. Under another one (a managed
+    compiler), that folder may be a site-packages with its own jax: only a link to the package goes,
+    made in the worker's scratch folder, and the caller's PYTHONPATH stays out.
+    """
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if python is None or python == sys.executable:
+        return os.pathsep.join(p for p in (os.path.dirname(package), inherited) if p)
+    linked = os.path.join(scratch_directory, "path")
+    os.makedirs(linked)
+    os.symlink(package, os.path.join(linked, "xlabench"))
+    return linked
 
 
 class CompilerFailure(Exception):
@@ -74,7 +93,7 @@ class WorkerTimedOut(Exception):
 class Worker:
     """One compiler process and its pipe."""
 
-    def __init__(self, environment: dict[str, str] | None = None) -> None:
+    def __init__(self, environment: dict[str, str] | None = None, python: str | None = None) -> None:
         descriptor, self.stderr_path = tempfile.mkstemp(prefix="xlabench-worker-", suffix=".log")
         # The worker's dump folders live in this directory, owned (and removed) by the parent, so a
         # killed worker leaves nothing behind.
@@ -82,11 +101,11 @@ class Worker:
         parent_socket, child_socket = socket.socketpair()
         settings = {**_inherited_environment(), **_WORKER_ENVIRONMENT, **(environment or {})}
         settings["XLABENCH_SCRATCH_DIR"] = self.scratch_directory
-        # The child must import this very package, installed or not.
-        package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        settings["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, settings.get("PYTHONPATH")) if p)
+        settings["PYTHONPATH"] = _worker_python_path(
+            self.scratch_directory, python, settings.get("PYTHONPATH")
+        )
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "xlabench.xla.worker", str(child_socket.fileno())],
+            [python or sys.executable, "-m", "xlabench.xla.worker", str(child_socket.fileno())],
             pass_fds=(child_socket.fileno(),),
             stdin=subprocess.DEVNULL,
             stdout=descriptor,
@@ -125,6 +144,8 @@ class Worker:
             raise WorkerDied(exit_code, self.stderr_since(log_offset)) from None
         if status == "failure":
             raise CompilerFailure(payload)
+        if status == "unsupported":
+            raise UnsupportedCompiler(payload)
         return payload
 
     def stderr_since(self, offset: int) -> str:
@@ -160,12 +181,19 @@ class Worker:
 
 
 class CompilerPool:
-    """A fixed number of compiler workers shared by threads; replaces workers that die."""
+    """A fixed number of workers of one compiler, shared by threads; replaces workers that die.
 
-    def __init__(self, size: int = 1, environment: dict[str, str] | None = None) -> None:
+    `compiler` (default: `resolve_compiler()`, the installed jaxlib or $XLABENCH_COMPILER) decides
+    the interpreter the workers run under.
+    """
+
+    def __init__(
+        self, size: int = 1, environment: dict[str, str] | None = None, compiler: Compiler | None = None
+    ) -> None:
         if size < 1:
             raise ValueError("a compiler pool needs at least one worker")
         self.size = size
+        self.compiler = compiler or resolve_compiler()
         self._environment = environment
         self._idle: queue.Queue[Worker | None] = queue.Queue()
         for _ in range(size):
@@ -180,9 +208,9 @@ class CompilerPool:
             if worker is None or not worker.alive():
                 if worker is not None:
                     worker.close()
-                worker = Worker(self._environment)
+                worker = Worker(self._environment, self.compiler.python)
             return worker.call(function_name, arguments, timeout)
-        except CompilerFailure:
+        except (CompilerFailure, UnsupportedCompiler):
             raise  # an answer: the worker is fine
         except (WorkerDied, WorkerTimedOut) as failure:
             if isinstance(failure, WorkerDied):
@@ -219,28 +247,30 @@ class CompilerPool:
             self._idle.put(None)
 
 
-_default_pool: CompilerPool | None = None
+_default_pools: dict[Compiler, CompilerPool] = {}
 _default_pool_lock = threading.Lock()
 
 
-def default_pool() -> CompilerPool:
-    """The process-wide pool (size from XLABENCH_WORKERS, default 1)."""
-    global _default_pool
+def default_pool(compiler: Compiler | None = None) -> CompilerPool:
+    """The process-wide pool of a compiler (default: `resolve_compiler()`); size from XLABENCH_WORKERS."""
+    compiler = compiler or resolve_compiler()
     with _default_pool_lock:
-        if _default_pool is None:
-            _default_pool = CompilerPool(size=int(os.environ.get("XLABENCH_WORKERS", "1")))
-            atexit.register(_default_pool.close)
-        return _default_pool
+        if compiler not in _default_pools:
+            pool = CompilerPool(size=int(os.environ.get("XLABENCH_WORKERS", "1")), compiler=compiler)
+            _default_pools[compiler] = pool
+            atexit.register(pool.close)
+        return _default_pools[compiler]
 
 
 def call_once(
     function_name: str,
     environment: dict[str, str],
     timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    compiler: Compiler | None = None,
     **arguments: Any,
 ) -> tuple[Any, str]:
-    """Run one call in a fresh worker with extra environment; return (result, its whole stderr)."""
-    worker = Worker(environment)
+    """Run one call in a fresh worker of `compiler`, extra environment set; (result, its whole stderr)."""
+    worker = Worker(environment, (compiler or resolve_compiler()).python)
     try:
         result = worker.call(function_name, arguments, timeout)
         with open(worker.stderr_path, errors="replace") as handle:

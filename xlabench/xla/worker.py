@@ -12,19 +12,40 @@ from multiprocessing.connection import Connection
 
 
 def serve(connection: Connection) -> None:
-    """Answer requests until the pipe closes: (id, "ok", result) or (id, "failure", message)."""
-    from xlabench.xla import compiler
+    """Answer requests until the pipe closes: (id, "ok" | "failure" | "unsupported", result or message).
+
+    "unsupported" means this jaxlib, not the module: a release outside the supported range, or an
+    internal API the adapter does not find (an AttributeError), never reported as a bad module.
+    """
     from xlabench.xla.pool import CompilerFailure
+    from xlabench.xla.releases import UnsupportedCompiler
+
+    try:
+        from xlabench.xla import compiler
+    except UnsupportedCompiler as error:
+        compiler, unsupported = None, str(error)
+    except ImportError as error:
+        compiler, unsupported = None, f"this Python cannot import the compiler: {error}"
 
     while True:
         try:
             request_id, function_name, arguments = connection.recv()
         except (EOFError, OSError, KeyboardInterrupt):
             return
+        if compiler is None:
+            connection.send((request_id, "unsupported", unsupported))
+            continue
         try:
             reply = (request_id, "ok", getattr(compiler, function_name)(**arguments))
         except CompilerFailure as failure:
             reply = (request_id, "failure", str(failure))
+        except AttributeError as error:
+            version = compiler.jaxlib_version()
+            reply = (
+                request_id,
+                "unsupported",
+                f"jaxlib {version}: xlabench's adapter does not fit it ({error})",
+            )
         except Exception as error:  # anything else is still an answer about the module, not a crash
             lines = str(error).strip().splitlines()
             reply = (request_id, "failure", f"{type(error).__name__}: {lines[0] if lines else ''}")

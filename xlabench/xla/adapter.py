@@ -1,0 +1,119 @@
+"""The one place that touches jaxlib internals: the few entry points xlabench needs, per release.
+
+Imported only inside compiler worker processes (`xlabench.xla.compiler`). jaxlib moves its
+internals between releases (0.10.2 moved the HLO bindings from `_jax` to `xla_client.hlo` and added
+`HloComputation.instructions`); each entry point here is looked up by what the release has, and
+everything xlabench reads of a module is read from its printed text, which is stable. A release
+outside `SUPPORTED_JAXLIB`, or one that lacks an entry point, is refused at import with one line
+(`UnsupportedCompiler`): an API difference is never mistaken for a bad module.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jaxlib
+
+from xlabench.xla.releases import UnsupportedCompiler, check_supported
+
+check_supported(jaxlib.__version__)  # before jax's internals are touched
+
+from jax._src.lib import _jax, xla_client  # noqa: E402
+
+# HLO bindings: `xla_client.hlo` from 0.10.2 on, `_jax` itself before.
+_hlo = getattr(xla_client, "hlo", None) or _jax
+_mlir = getattr(_jax, "mlir", None) or getattr(getattr(xla_client, "_xla", None), "mlir", None)
+_REQUIRED = {
+    "HloPrintOptions": _hlo,
+    "hlo_module_from_text": _hlo,
+    "hlo_module_cost_analysis": _jax,
+    "hlo_to_stablehlo": _mlir,
+    "mlir_module_to_xla_computation": _mlir,
+    "CompileOptions": xla_client,
+    "DeviceList": xla_client,
+}
+_missing = [name for name, namespace in _REQUIRED.items() if not hasattr(namespace, name)]
+if _missing:
+    raise UnsupportedCompiler(
+        f"jaxlib {jaxlib.__version__} lacks what xlabench's adapter uses ({', '.join(_missing)})"
+    )
+
+
+def jaxlib_version() -> str:
+    """The version of the jaxlib in this process."""
+    return jaxlib.__version__
+
+
+def client() -> Any:
+    """jax's CPU client, so arrays made by jax.device_put belong to it."""
+    from jax._src import xla_bridge
+
+    return xla_bridge.get_backend("cpu")
+
+
+def print_options(large_constants: bool = True) -> Any:
+    """Print options for a lossless, re-parsable module without metadata."""
+    options = _hlo.HloPrintOptions()
+    options.print_metadata = False
+    options.print_large_constants = large_constants
+    return options
+
+
+def parse_module(text: str) -> Any:
+    """XLA's HloModule of HLO text (raises jaxlib's error on malformed text)."""
+    return _hlo.hlo_module_from_text(text)
+
+
+def module_name(module: Any) -> str:
+    """The module's name."""
+    return module.name
+
+
+def module_text(module: Any, options: Any) -> str:
+    """The module printed with `options`."""
+    return module.to_string(options)
+
+
+def to_stablehlo(module: Any) -> Any:
+    """The module exported to StableHLO, as every compile starts."""
+    return _mlir.hlo_to_stablehlo(module.as_serialized_hlo_module_proto())
+
+
+def from_stablehlo(stablehlo: Any) -> Any:
+    """A StableHLO module imported back into an HloModule."""
+    computation = _mlir.mlir_module_to_xla_computation(stablehlo, use_tuple_args=False, return_tuple=False)
+    return computation.get_hlo_module()
+
+
+def compile_stablehlo(stablehlo: Any, overrides: dict[str, Any]) -> Any:
+    """Compile for the first CPU device with DebugOptions overrides; the loaded executable."""
+    options = xla_client.CompileOptions()
+    options.env_option_overrides = list(overrides.items())
+    devices = xla_client.DeviceList(tuple(client().devices()[:1]))
+    return client().compile_and_load(stablehlo, devices, options)
+
+
+def cost_analysis(module: Any) -> dict[str, float]:
+    """XLA's HloCostAnalysis properties of the module."""
+    return dict(_jax.hlo_module_cost_analysis(client(), module))
+
+
+def optimized_module(executable: Any) -> Any:
+    """The module XLA generated code for (after every pass)."""
+    return executable.hlo_modules()[0]
+
+
+def put_on_device(value: Any) -> Any:
+    """A device buffer of a numpy array on the first CPU device."""
+    import jax
+
+    return jax.device_put(value, client().devices()[0])
+
+
+def execute(executable: Any, buffers: list[Any]) -> list[Any]:
+    """Run the executable once on device buffers; its output arrays, ready."""
+    results = executable.execute_sharded(buffers)
+    arrays = [group[0] for group in results.disassemble_into_single_device_arrays()]
+    for array in arrays:
+        array.block_until_ready()
+    return arrays
