@@ -17,6 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
     from xlabench.env import bench as env_bench
     from xlabench.eval import cli as eval_cli
     from xlabench.eval import compare as eval_compare
+    from xlabench.eval import compiler_diff
     from xlabench.graphs import cli as graphs_cli
     from xlabench.policies import cli as policies_cli
     from xlabench.xla import bench as xla_bench
@@ -38,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     compilers = subparsers.add_parser("compilers", help="other jaxlib releases side by side: add, list, diff")
     compilers_subparsers = compilers.add_subparsers(dest="compilers_command", required=True)
     xla_cli.register_compilers(compilers_subparsers)
+    compiler_diff.register(compilers_subparsers)
     for command in COMPILING_COMMANDS:
         for leaf in _leaf_parsers(subparsers.choices[command]):
             leaf.add_argument(

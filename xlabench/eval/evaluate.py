@@ -67,12 +67,14 @@ def evaluate_graph(
     cancel: threading.Event | None = None,
     keep_runs: bool = False,
     min_run_seconds: float = 0.0,
+    keep_outputs: bool = False,
 ) -> dict[str, Any]:
     """One row of the evaluation: counts, ratios, the sequence and what finding it cost.
 
     Setting `cancel` stops a search at its next compiler call and skips the runtime measurement.
     `keep_runs` adds every timed run of both executables (`run_seconds`), not just their ratio;
     `min_run_seconds` times each executable for at least that long in all (more than `repeats` runs).
+    `keep_outputs` adds both executables' output buffers (`outputs`: {"sequence", "default"}).
     """
     row: dict[str, Any] = {"name": graph.name, "family": graph.family}
     try:
@@ -110,6 +112,8 @@ def evaluate_graph(
                 row["outputs_differ"] = problems
             else:
                 row["runtime_ratio"] = sequence_run.median_run_seconds / default_run.median_run_seconds
+            if keep_outputs:
+                row["outputs"] = {"sequence": sequence_run.outputs, "default": default_run.outputs}
             if keep_runs:
                 row["run_seconds"] = {
                     "sequence": sequence_run.run_seconds,

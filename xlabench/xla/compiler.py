@@ -41,6 +41,7 @@ from xlabench.xla.structure import (
     callees,
     normalized_text_and_fingerprint,
     split_computations,
+    structural_fingerprint,
 )
 
 STOP_MARKER = "xlabench_stop"
@@ -226,6 +227,46 @@ def pipeline_changes(text: str, point_pass: str, disabled_passes: list[str] | No
         else:
             raise CompilerFailure(f"pipeline did not reach {point_pass}")
     return {"changes": changes, "seconds": time.perf_counter() - started}
+
+
+def pipeline_fingerprints(
+    text: str, point_pass: str, disabled_passes: list[str] | None = None
+) -> dict[str, Any]:
+    """Run the CPU pipeline once up to `point_pass`; the module's fingerprint after each change.
+
+    The answer: "start", the fingerprint of the module XLA started from, and "changes", [pipeline,
+    pass, k, fingerprint after] for each run that changed the module (the k-th such run of that pass
+    in that pipeline), in the order XLA ran them: XLA dumps only the runs that changed something.
+    Fingerprints are structural (names and order do not count), so two releases that run the same
+    passes to the same effect give the same changes: where they part is the pass that made a
+    difference (`xlabench.xla.attribution`).
+    """
+    started = time.perf_counter()
+    overrides = {"xla_disable_hlo_passes": ",".join(disabled_passes)} if disabled_passes else {}
+    changes: list[list[Any]] = []
+    seen: collections.Counter[tuple[str, str]] = collections.Counter()
+    with _dumps_until_stop(text, overrides, dump_regex=".*", as_text=True) as dumps:
+        previous_text = _read_bytes(dumps["before_optimizations"])
+        start = previous = structural_fingerprint(strip_stop_marker(previous_text.decode()))
+        for suffix in sorted((s for s in dumps if s[:4].isdigit()), key=_dump_step):
+            pipeline, _, passes = suffix[5:].partition(".after_")
+            pass_name = passes.split(".before_", 1)[0]
+            if pass_name == point_pass:
+                break
+            if pass_name == "pipeline-start":
+                continue
+            current_text = _read_bytes(dumps[suffix])
+            if current_text == previous_text:
+                continue
+            previous_text = current_text
+            current = structural_fingerprint(strip_stop_marker(current_text.decode()))
+            if current != previous:
+                seen[pipeline, pass_name] += 1
+                changes.append([pipeline, pass_name, seen[pipeline, pass_name], current])
+            previous = current
+        else:
+            raise CompilerFailure(f"pipeline did not reach {point_pass}")
+    return {"start": start, "changes": changes, "seconds": time.perf_counter() - started}
 
 
 def _read_varint(data: bytes, position: int) -> tuple[int, int]:

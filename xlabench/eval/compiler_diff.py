@@ -1,0 +1,435 @@
+"""`xlabench compilers diff BASE HEAD`: what a compiler change does to every graph, and which pass did it.
+
+Per graph, on each compiler: D (XLA's default), the policy's R and sequence, the runtime ratio
+(policy / default executable) and the output buffers. Across the two: whether outputs differ (each
+executable against its counterpart on the other compiler) and, for every graph whose D or R moved, the
+pass that first made the difference (`xlabench.xla.attribution`). A regression is D or R up beyond the
+tolerance (default 0: op counts are deterministic), or a graph that fails on head only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from xlabench.errors import CompilerError, UserInputError
+from xlabench.eval.evaluate import DEFAULT_POLICY, evaluate_graph
+from xlabench.files import write_atomically
+from xlabench.graphs import Graph, resolve_graphs
+from xlabench.xla import PassDriver
+from xlabench.xla.attribution import Attribution, attribute_default, attribute_sequence
+from xlabench.xla.compilers import Compiler, resolve_compiler
+from xlabench.xla.execute import compare_outputs
+from xlabench.xla.pool import CompilerPool
+
+
+@dataclass
+class GraphDiff:
+    """One graph on two compilers."""
+
+    name: str
+    family: str
+    D: list[int | None]  # [base, head]
+    R: list[int | None]
+    sequences: list[list[str] | None]
+    runtime_ratio: list[float | None]
+    errors: list[str | None]
+    outputs_differ: bool | None = None  # None: not executed (--no-runtime, or a failure)
+    output_problems: list[str] = field(default_factory=list)
+    changed_by: dict[str, Any] = field(default_factory=dict)  # "default" / "policy": Attribution dicts
+
+    @property
+    def sequence_changed(self) -> bool:
+        """Whether the policy chose another sequence on head."""
+        return self.sequences[0] != self.sequences[1]
+
+    def regression(self, tolerance: float) -> str | None:
+        """Why this graph regressed on head (D or R up beyond the tolerance, or failing on head only)."""
+        if self.errors[1] and not self.errors[0]:
+            return f"fails on head: {self.errors[1]}"
+        reasons = [
+            f"{label} {base} -> {head}"
+            for label, (base, head) in (("D", self.D), ("R", self.R))
+            if base is not None and head is not None and head > base * (1 + tolerance)
+        ]
+        if self.outputs_differ:
+            reasons.append("outputs differ between the compilers")
+        return ", ".join(reasons) or None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The graph's entry of the JSON document."""
+        return {
+            "name": self.name,
+            "family": self.family,
+            "D": self.D,
+            "R": self.R,
+            "sequence_changed": self.sequence_changed,
+            "sequences": self.sequences,
+            "changed_by": self.changed_by,
+            "runtime_ratio": self.runtime_ratio,
+            "outputs_differ": self.outputs_differ,
+            "output_problems": self.output_problems,
+            "errors": self.errors,
+        }
+
+
+@dataclass
+class CompilerDiff:
+    """A whole diff: the catalogue change and every graph."""
+
+    base: str
+    head: str
+    policy: str
+    catalogue: dict[str, list[Any]]
+    action_match: dict[str, Any]
+    graphs: list[GraphDiff]
+    tolerance: float
+    runtime: bool
+
+    def regressions(self) -> list[dict[str, str]]:
+        """Graphs that regressed on head, with why and the pass that did it."""
+        found = []
+        for graph in self.graphs:
+            reason = graph.regression(self.tolerance)
+            if reason:
+                culprit = graph.changed_by.get("policy") or graph.changed_by.get("default") or {}
+                found.append({"name": graph.name, "why": reason, "changed_by": culprit.get("summary")})
+        return found
+
+    def improvements(self) -> list[str]:
+        """Graphs whose D or R went down on head."""
+        return [
+            graph.name
+            for graph in self.graphs
+            if any(b is not None and h is not None and h < b for b, h in (graph.D, graph.R))
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The `--json` document."""
+        return {
+            "base": self.base,
+            "head": self.head,
+            "policy": self.policy,
+            "tolerance": self.tolerance,
+            "runtime": self.runtime,
+            "catalogue": self.catalogue,
+            "action_match": self.action_match,
+            "graphs": [graph.to_dict() for graph in self.graphs],
+            "regressions": self.regressions(),
+            "improvements": self.improvements(),
+        }
+
+
+def catalogue_diff(base: PassDriver, head: PassDriver) -> dict[str, list[Any]]:
+    """Passes added and removed by head, and those that moved in the pipeline (other pipelines around
+    their first run, or another place among the passes both have)."""
+    ours, theirs = base.catalogue.passes, head.catalogue.passes
+    common = [name for name in sorted(ours, key=lambda n: ours[n].position) if name in theirs]
+    order_base = {name: index for index, name in enumerate(common)}
+    order_head = {name: index for index, name in enumerate(sorted(common, key=lambda n: theirs[n].position))}
+    moved = [
+        {
+            "pass": name,
+            "base": " > ".join(ours[name].ancestors) or "-",
+            "head": " > ".join(theirs[name].ancestors) or "-",
+            "order": [order_base[name], order_head[name]],
+        }
+        for name in common
+        if ours[name].kind != "pipeline"
+        and (ours[name].ancestors != theirs[name].ancestors or order_base[name] != order_head[name])
+    ]
+    return {
+        "added": sorted(name for name in theirs if name not in ours),
+        "removed": sorted(name for name in ours if name not in theirs),
+        "moved": moved,
+    }
+
+
+def _output_problems(base: dict[str, Any], head: dict[str, Any]) -> list[str] | None:
+    """Each executable's outputs on head against the same executable's on base (None: not both ran)."""
+    if "outputs" not in base or "outputs" not in head:
+        return None
+    problems = []
+    for which in ("default", "sequence"):
+        problems += [f"{which}: {p}" for p in compare_outputs(base["outputs"][which], head["outputs"][which])]
+    return problems
+
+
+def diff_graph(
+    drivers: tuple[PassDriver, PassDriver], graph: Graph, policy: Any, runtime: bool, repeats: int
+) -> GraphDiff:
+    """Measure one graph on both compilers and attribute what moved."""
+    rows = [
+        evaluate_graph(driver, graph, "policy", {"policy": policy}, runtime, repeats, keep_outputs=True)
+        for driver in drivers
+    ]
+    entry = GraphDiff(
+        name=graph.name,
+        family=graph.family,
+        D=[row.get("D") for row in rows],
+        R=[row.get("R") for row in rows],
+        sequences=[row.get("sequence") for row in rows],
+        runtime_ratio=[row.get("runtime_ratio") for row in rows],
+        errors=[row.get("error") for row in rows],
+    )
+    problems = _output_problems(*rows)
+    if problems is not None:
+        entry.outputs_differ, entry.output_problems = bool(problems), problems
+    text = graph.hlo_text()
+    try:
+        if entry.D[0] is not None and entry.D[0] != entry.D[1]:
+            found = attribute_default(*drivers, text, graph.name)
+            entry.changed_by["default"] = found.to_dict() if found else None
+        if entry.R[0] is not None and (entry.R[0] != entry.R[1] or entry.sequence_changed):
+            found = attribute_sequence(*drivers, text, graph.name, entry.sequences[0] or [])
+            if found is None and entry.sequence_changed:
+                found = _where_the_policy_chose_otherwise(entry, policy.action_match(drivers[1]).masked)
+            entry.changed_by["policy"] = found.to_dict() if found else None
+    except CompilerError as error:
+        entry.changed_by["error"] = str(error)
+    return entry
+
+
+def _where_the_policy_chose_otherwise(entry: GraphDiff, masked: tuple[str, ...]) -> Attribution:
+    """Every step of the base sequence runs alike on head, yet the policy chose otherwise there."""
+    base, head = entry.sequences[0] or [], entry.sequences[1] or []
+    step = next(
+        (i for i, (b, h) in enumerate(zip(base, head, strict=False)) if b != h), min(len(base), len(head))
+    )
+    ours = base[step] if step < len(base) else "stop"
+    theirs = head[step] if step < len(head) else "stop"
+    note = " (head lacks it: masked)" if ours in masked else ""
+    effect = (
+        f"every step replays alike, but at step {step + 1} the policy chose {theirs} on head, "
+        f"{ours}{note} on base"
+    )
+    return Attribution("policy choice", ours, None, step, effect)
+
+
+def run_compiler_diff(
+    base: Compiler,
+    head: Compiler,
+    graphs: list[Graph],
+    policy_reference: str,
+    runtime: bool = True,
+    repeats: int = 20,
+    workers: int = 2,
+    tolerance: float = 0.0,
+) -> CompilerDiff:
+    """Diff every graph on two compilers, `workers` graphs at a time (largest first)."""
+    from tqdm import tqdm
+
+    from xlabench.policies.policy import load_policy
+
+    pools = [CompilerPool(size=max(1, workers), compiler=compiler) for compiler in (base, head)]
+    try:
+        drivers = (PassDriver(pool=pools[0]), PassDriver(pool=pools[1]))
+        policy = load_policy(policy_reference, drivers[0])
+        entries: list[GraphDiff] = []
+        lock = threading.Lock()
+        progress = tqdm(
+            total=len(graphs), desc=f"diff {base.version} -> {head.version}", unit="graph", file=sys.stderr
+        )
+
+        def run(graph: Graph) -> None:
+            entry = diff_graph(drivers, graph, policy, runtime, repeats)
+            with lock:
+                entries.append(entry)
+                progress.update(1)
+
+        try:
+            with ThreadPoolExecutor(max_workers=max(1, workers)) as executor:
+                list(executor.map(run, sorted(graphs, key=lambda graph: -graph.instruction_count)))
+        finally:
+            progress.close()
+        return CompilerDiff(
+            base=base.version,
+            head=head.version,
+            policy=policy.label,
+            catalogue=catalogue_diff(*drivers),
+            action_match={
+                side: asdict(policy.action_match(driver))
+                for side, driver in zip(("base", "head"), drivers, strict=True)
+            },
+            graphs=sorted(entries, key=lambda entry: entry.name),
+            tolerance=tolerance,
+            runtime=runtime,
+        )
+    finally:
+        for pool in pools:
+            pool.close()
+
+
+def print_diff(diff: CompilerDiff) -> None:
+    """The catalogue change, every graph that moved, and the regressions."""
+    catalogue = diff.catalogue
+    print(f"jaxlib {diff.base} -> {diff.head}, policy {diff.policy}, {len(diff.graphs)} graphs")
+    print(f"passes added: {', '.join(catalogue['added']) or 'none'}")
+    print(f"passes removed: {', '.join(catalogue['removed']) or 'none'}")
+    print(f"passes moved: {', '.join(m['pass'] for m in catalogue['moved']) or 'none'}")
+    moved = [
+        g
+        for g in diff.graphs
+        if g.D[0] != g.D[1] or g.R[0] != g.R[1] or g.sequence_changed or g.outputs_differ
+    ]
+    print(
+        f"\n{'graph':48} {'D base->head':>14} {'R base->head':>14} {'seq':>4} "
+        f"{'runtime base->head':>19}  changed by"
+    )
+    for graph in moved:
+        runtime = " -> ".join("-" if r is None else f"{r:.2f}" for r in graph.runtime_ratio)
+        culprit = graph.changed_by.get("policy") or graph.changed_by.get("default")
+        print(
+            f"{graph.name[:48]:48} {_pair(graph.D):>14} {_pair(graph.R):>14} "
+            f"{'yes' if graph.sequence_changed else 'no':>4} {runtime:>19}  "
+            f"{culprit['summary'] if culprit else '-'}"
+        )
+    unchanged = len(diff.graphs) - len(moved)
+    regressions = diff.regressions()
+    print(
+        f"\n{len(moved)} graphs moved, {unchanged} unchanged; {len(regressions)} regressions, "
+        f"{len(diff.improvements())} improvements"
+    )
+    for regression in regressions:
+        print(
+            f"REGRESSION {regression['name']}: {regression['why']}; "
+            f"changed by {regression['changed_by'] or '-'}"
+        )
+
+
+def _pair(values: list[Any]) -> str:
+    return " -> ".join("-" if value is None else str(value) for value in values)
+
+
+def write_diff_report(directory: str, diff: CompilerDiff, command: str) -> None:
+    """report.md and changes.png (per-graph D and R change, head over base) in `directory`, atomically."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [graph.name for graph in diff.graphs]
+    figure, axis = plt.subplots(figsize=(max(8, len(names) * 0.12), 4.5))
+    for label, attribute, marker in (("D (XLA default)", "D", "o"), ("R (policy)", "R", "x")):
+        values = [
+            (getattr(g, attribute)[1] / getattr(g, attribute)[0] - 1) * 100
+            if None not in getattr(g, attribute) and getattr(g, attribute)[0]
+            else float("nan")
+            for g in diff.graphs
+        ]
+        axis.scatter(range(len(names)), values, label=label, marker=marker, s=14)
+    axis.axhline(0, color="grey", linewidth=0.8)
+    axis.set_ylabel(f"op count change, jaxlib {diff.head} vs {diff.base} (%)")
+    axis.set_xlabel("graph (alphabetical)")
+    axis.set_title(f"{diff.policy}: jaxlib {diff.base} -> {diff.head}")
+    axis.legend()
+    figure.tight_layout()
+    image = io.BytesIO()
+    figure.savefig(image, format="png", dpi=110)
+    plt.close(figure)
+
+    catalogue = diff.catalogue
+    moved_passes = ", ".join(f"{m['pass']} ({m['base']} -> {m['head']})" for m in catalogue["moved"])
+    lines = [
+        f"# jaxlib {diff.base} -> {diff.head}: {diff.policy} on {len(diff.graphs)} graphs",
+        "",
+        f"Command: `{command}`",
+        "",
+        "## The pipeline",
+        "",
+        f"- added: {', '.join(catalogue['added']) or 'none'}",
+        f"- removed: {', '.join(catalogue['removed']) or 'none'}",
+        f"- moved: {moved_passes or 'none'}",
+        f"- the policy on head: masked {', '.join(diff.action_match['head']['masked']) or 'none'}; "
+        f"not offered {', '.join(diff.action_match['head']['not_offered']) or 'none'}",
+        "",
+        "## Graphs that moved",
+        "",
+        "| graph | D base -> head | R base -> head | sequence changed | runtime ratio base -> head "
+        "| outputs differ | changed by |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    moved = [
+        g
+        for g in diff.graphs
+        if g.D[0] != g.D[1] or g.R[0] != g.R[1] or g.sequence_changed or g.outputs_differ
+    ]
+    for graph in moved:
+        culprits = [
+            f"{key}: {value['summary']}" for key, value in graph.changed_by.items() if isinstance(value, dict)
+        ]
+        runtime = " -> ".join("-" if r is None else f"{r:.2f}" for r in graph.runtime_ratio)
+        differ = "-" if graph.outputs_differ is None else ("yes" if graph.outputs_differ else "no")
+        lines.append(
+            f"| {graph.name} | {_pair(graph.D)} | {_pair(graph.R)} "
+            f"| {'yes' if graph.sequence_changed else 'no'} "
+            f"| {runtime} | {differ} | {'<br>'.join(culprits) or '-'} |"
+        )
+    regressions = diff.regressions()
+    lines += [
+        "",
+        f"{len(moved)} of {len(diff.graphs)} graphs moved; {len(regressions)} regressions, "
+        f"{len(diff.improvements())} improvements (tolerance {diff.tolerance}).",
+        "",
+        "## Regressions",
+        "",
+        *(f"- {r['name']}: {r['why']}; changed by {r['changed_by'] or '-'}" for r in regressions),
+        *(["- none"] if not regressions else []),
+        "",
+        "![per-graph change](changes.png)",
+        "",
+    ]
+    write_atomically(Path(directory) / "changes.png", image.getvalue())
+    write_atomically(Path(directory) / "report.md", "\n".join(lines).encode())
+
+
+def register(subparsers: Any) -> None:
+    """Add `compilers diff` to the `compilers` group."""
+    parser = subparsers.add_parser("diff", help="what a compiler change does to every graph, and which pass")
+    parser.add_argument("base", help="jaxlib release of the base (the installed one, or an added one)")
+    parser.add_argument("head", help="jaxlib release of the head")
+    parser.add_argument("--graphs", default="all", help="graph SPEC (default all)")
+    parser.add_argument("--policy", default=DEFAULT_POLICY, help=f"NAME[@vX.Y] (default {DEFAULT_POLICY})")
+    parser.add_argument("--json", metavar="FILE", help="write the diff as one JSON document")
+    parser.add_argument("--report", metavar="DIR", help="write report.md and changes.png to DIR")
+    parser.add_argument("--no-runtime", action="store_true", help="skip executing: no runtimes, no outputs")
+    parser.add_argument("--repeats", type=int, default=20, help="timed runs of each executable")
+    parser.add_argument(
+        "--workers", type=int, default=2, help="graphs at a time (a worker per compiler each)"
+    )
+    parser.add_argument(
+        "--tolerance",
+        type=float,
+        default=0.0,
+        help="D or R may grow this much (relative) before it regresses",
+    )
+    parser.set_defaults(handler=run_diff_command)
+
+
+def run_diff_command(args: argparse.Namespace) -> int:
+    """Exit 1 when a graph regressed on head, 0 otherwise; files are written whole, at the end."""
+    if args.tolerance < 0:
+        raise UserInputError(f"--tolerance must be 0 or more, not {args.tolerance}")
+    base, head = resolve_compiler(args.base), resolve_compiler(args.head)
+    if base == head:
+        raise UserInputError(f"base and head are both jaxlib {base.version}: nothing to diff")
+    graphs = resolve_graphs(args.graphs)
+    diff = run_compiler_diff(
+        base, head, graphs, args.policy, not args.no_runtime, args.repeats, args.workers, args.tolerance
+    )
+    print_diff(diff)
+    command = f"xlabench compilers diff {args.base} {args.head} --graphs {args.graphs} --policy {args.policy}"
+    command += " --no-runtime" if args.no_runtime else ""
+    if args.json:
+        write_atomically(args.json, (json.dumps(diff.to_dict(), indent=1) + "\n").encode())
+    if args.report:
+        write_diff_report(args.report, diff, command)
+    return 1 if diff.regressions() else 0
