@@ -1,4 +1,5 @@
-"""Session-wide test settings: caches and crash reproducers go to a per-run temporary directory.
+"""Session-wide test settings: caches and crash reproducers go to a per-run temporary directory
+(added compilers stay in the user's cache).
 
 pytest-xdist workers share one directory per run (keyed by the run's id), so the transition cache
 is exercised by several processes at once, as in a user's `pytest -n auto`.
@@ -6,6 +7,12 @@ is exercised by several processes at once, as in a user's `pytest -n auto`.
 
 import os
 import tempfile
+
+# Added compilers (`xlabench compilers add`, hundreds of MB each) stay where the user's cache keeps them.
+if "XLABENCH_COMPILERS_DIR" not in os.environ:
+    from xlabench.xla.compilers import compilers_directory
+
+    os.environ["XLABENCH_COMPILERS_DIR"] = compilers_directory()
 
 _run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID") or f"pid{os.getpid()}"
 _directory = os.path.join(tempfile.gettempdir(), f"xlabench-test-{_run_id}")

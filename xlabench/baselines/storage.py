@@ -125,8 +125,8 @@ def load(
         )
     if jaxlib_version is not None and metadata.get("jaxlib") != jaxlib_version and not allow_jaxlib_change:
         raise BaselineError(
-            f"{file}: made with jaxlib {metadata.get('jaxlib')}, installed is {jaxlib_version}; to gate "
-            f"the jaxlib change against it pass --xlabench-allow-jaxlib-change, to replace it run {update}"
+            f"{file}: made with jaxlib {metadata.get('jaxlib')}, this run compiles with {jaxlib_version}; "
+            f"to replace it run {update}"
         )
     return BaselineSet(directory, metadata)
 

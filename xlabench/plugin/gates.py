@@ -58,6 +58,8 @@ class Verdict:
     known: list[str] = field(default_factory=list)
     # False where XLA's default executable ran shorter than the runtime floor: gate (c) did not judge it.
     runtime_judged: bool = True
+    # On another compiler than the baseline's: the pass that first made the difference.
+    changed_by: str | None = None
 
     def message(self) -> str:
         """What a failing test prints: graph, policy version, jaxlib, every failed gate, numbers, sequence."""
@@ -89,6 +91,8 @@ class Verdict:
                 lines.append(f"  {first_difference(self.baseline['sequence'], row['sequence'])}")
         if self.baseline_origin:
             lines.append(f"  baseline: {self.baseline_origin}")
+        if self.changed_by:
+            lines.append(f"  changed by: {self.changed_by}")
         return "\n".join(lines)
 
     def summary(self) -> dict[str, Any]:
@@ -110,6 +114,7 @@ class Verdict:
             "baseline_sequence": stored.get("sequence"),
             "failures": self.failures,
             "known": self.known,
+            "changed_by": self.changed_by,
             "damage": damage(row, stored),
         }
 

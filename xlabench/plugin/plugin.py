@@ -36,7 +36,7 @@ class Settings:
     repeats: int
     min_run_seconds: float
     baselines: Path | None
-    allow_jaxlib_change: bool
+    compiler: str | None
     examples: int
     seed: int
 
@@ -122,9 +122,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="baselines directory (default: $XLABENCH_BASELINES_DIR, else baselines/ beside the package)",
     )
     group.addoption(
-        "--xlabench-allow-jaxlib-change",
-        action="store_true",
-        help="judge policies and baselines made with another jaxlib (same action set): gating a jaxlib bump",
+        "--xlabench-compiler",
+        metavar="VERSION",
+        help="judge the policies and the stored baselines with this jaxlib release (the installed one, or "
+        "one added with `xlabench compilers add`): a regression names the pass that made it",
     )
     group.addoption(
         "--xlabench-examples",
@@ -153,7 +154,7 @@ def pytest_configure(config: pytest.Config) -> None:
         repeats=option("xlabench_repeats"),
         min_run_seconds=option("xlabench_min_run_time"),
         baselines=Path(option("xlabench_baselines")) if option("xlabench_baselines") else None,
-        allow_jaxlib_change=option("xlabench_allow_jaxlib_change"),
+        compiler=option("xlabench_compiler"),
         examples=option("xlabench_examples"),
         seed=option("xlabench_seed"),
     )
@@ -168,6 +169,10 @@ def _check_given_options(config: pytest.Config, settings: Settings) -> None:
     from xlabench.errors import UserInputError
 
     try:
+        if settings.compiler:
+            from xlabench.xla.compilers import resolve_compiler
+
+            resolve_compiler(settings.compiler)
         if settings.policies or settings.graphs_given:
             suite_cases(settings)
         if settings.disabled_passes:
@@ -248,39 +253,67 @@ class Judge:
 
     def __init__(self, settings: Settings) -> None:
         from xlabench.xla import PassDriver
+        from xlabench.xla.compilers import resolve_compiler
         from xlabench.xla.pool import CompilerPool
 
         self.settings = settings
-        self.pool = CompilerPool(size=1)  # one compiler worker per pytest worker: -n auto fills the cores
+        # One compiler worker per pytest worker (-n auto fills the cores), of the compiler under test.
+        self.pool = CompilerPool(size=1, compiler=resolve_compiler(settings.compiler))
         # The simulated compiler change is this driver's alone: other tests in the session keep the compiler.
         self.driver = PassDriver(pool=self.pool, disabled_passes=settings.disabled_passes or None)
         self._policies: dict[str, Any] = {}
         self._baselines: dict[str, Any] = {}
+        self._reference: dict[str, Any] = {}  # jaxlib -> (pool, driver) of a baseline's own compiler
 
     def policy(self, reference: str) -> Any:
         """The verified policy (loaded once)."""
         from xlabench.policies.policy import load_policy
 
         if reference not in self._policies:
-            self._policies[reference] = load_policy(
-                reference, self.driver, allow_jaxlib_change=self.settings.allow_jaxlib_change
-            )
+            self._policies[reference] = load_policy(reference, self.driver)
         return self._policies[reference]
 
     def baselines(self, policy: Any) -> Any:
-        """The policy's stored baselines, or None."""
+        """The policy's stored baselines, or None; made with any jaxlib (judging a change is the point)."""
         from xlabench.baselines.storage import load
 
         name = policy.artifact.metadata["name"]
         if name not in self._baselines:
             self._baselines[name] = load(
-                name,
-                policy.label,
-                self.driver.jaxlib_version,
-                self.settings.allow_jaxlib_change,
-                self.settings.baselines,
+                name, policy.label, self.driver.jaxlib_version, True, self.settings.baselines
             )
         return self._baselines[name]
+
+    def changed_by(
+        self, case: Case, row: dict[str, Any], baseline: dict[str, Any], jaxlib: str
+    ) -> str | None:
+        """The pass that made R or D differ from the baseline's own compiler (when that one can run here)."""
+        from xlabench.errors import CompilerError, UserInputError
+        from xlabench.xla import PassDriver
+        from xlabench.xla.attribution import attribute_default, attribute_sequence
+        from xlabench.xla.compilers import resolve_compiler
+        from xlabench.xla.pool import CompilerPool
+
+        if jaxlib == self.driver.jaxlib_version or self.driver.disabled_passes:
+            return None
+        try:
+            if jaxlib not in self._reference:
+                pool = CompilerPool(size=1, compiler=resolve_compiler(jaxlib))
+                self._reference[jaxlib] = (pool, PassDriver(pool=pool))
+            reference = self._reference[jaxlib][1]
+            text = case.graph.hlo_text()
+            found = None
+            if row.get("R") != baseline.get("R") or row.get("sequence") != baseline.get("sequence"):
+                found = attribute_sequence(
+                    reference, self.driver, text, case.graph.name, baseline["sequence"]
+                )
+            if found is None and baseline.get("D") is not None and row.get("D") != baseline["D"]:
+                found = attribute_default(reference, self.driver, text, case.graph.name)
+        except (CompilerError, UserInputError) as error:
+            return f"not attributed: {error}"
+        return (
+            None if found is None else f"jaxlib {jaxlib} -> {self.driver.jaxlib_version}: {found.describe()}"
+        )
 
     def verdict(self, case: Case) -> Any:
         """Measure the case and judge it against XLA's default and the stored baseline."""
@@ -309,9 +342,11 @@ class Judge:
                 row, failures = again, confirmed
             else:
                 row["runtime_ratios_measured"] = [row.get("runtime_ratio"), again.get("runtime_ratio")]
-        origin = None
+        origin, changed_by = None, None
         if baseline is not None:
             origin = f"{stored.directory} ({stored.policy}, jaxlib {stored.metadata['jaxlib']})"
+            if failures:
+                changed_by = self.changed_by(case, row, baseline, stored.metadata["jaxlib"])
         verdict = Verdict(
             case.graph.name,
             policy.label,
@@ -320,14 +355,17 @@ class Judge:
             row,
             baseline,
             origin,
+            changed_by=changed_by,
         )
         verdict.failures, verdict.known = known_failures(failures, baseline, self.settings.tolerances)
         verdict.runtime_judged = runtime_judged(row, self.settings.tolerances)
         return verdict
 
     def close(self) -> None:
-        """Stop the compiler worker."""
+        """Stop the compiler workers."""
         self.pool.close()
+        for pool, _ in self._reference.values():
+            pool.close()
 
 
 @pytest.fixture(scope="session")
@@ -385,6 +423,7 @@ class SessionSummary:
         if not rows:
             return
         change = f", {', '.join(settings.disabled_passes)} disabled" if settings.disabled_passes else ""
+        change += f", on jaxlib {rows[0]['jaxlib']}" if rows else ""
         failed = sum(1 for row in rows if row["failures"])
         known = sum(1 for row in rows if row.get("known") and not row["failures"])
         terminalreporter.write_sep(
@@ -418,4 +457,6 @@ def _summary_line(row: dict[str, Any]) -> str:
     gates = "; ".join(part for part in (gates, known) if part) or "ok"
     if not row.get("runtime_judged", True):
         gates += f" (runtime not judged: default {number(row.get('default_ms'), 3)} ms)"
+    if row.get("changed_by"):
+        gates += f"; changed by {row['changed_by']}"
     return f"{row['graph'][:44]:44} {row['policy'][:14]:14} {ops:>27} {versus:>7} {runtime:>17}  {gates}"

@@ -122,7 +122,11 @@ def first_pipeline_difference(
         else:
             culprit, side, other, next_change = theirs, "head", base, ours
         assert culprit is not None
-        there = "changes nothing there" if other.position(culprit) is not None else "does not run it there"
+        there = (
+            "changes nothing there (or has it off)"
+            if other.position(culprit) is not None
+            else "does not run it there"
+        )
         effect = f"{culprit} changes the module on {side}; the other compiler {there}" + (
             f" (its next change: {next_change})" if next_change else ""
         )

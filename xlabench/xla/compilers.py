@@ -48,9 +48,12 @@ class Compiler:
         return f"jaxlib {self.version}" + ("" if self.managed else " (installed)")
 
 
+COMPILERS_DIRECTORY_VARIABLE = "XLABENCH_COMPILERS_DIR"
+
+
 def compilers_directory() -> str:
-    """Where managed compiler environments live: $XLABENCH_CACHE_DIR/compilers."""
-    return os.path.join(cache_directory(), "compilers")
+    """Where managed compiler environments live: $XLABENCH_COMPILERS_DIR or the cache's compilers/."""
+    return os.environ.get(COMPILERS_DIRECTORY_VARIABLE) or os.path.join(cache_directory(), "compilers")
 
 
 def installed_compiler() -> Compiler | None:
