@@ -175,10 +175,9 @@ def attribute_sequence(
             except CompilerError as error:
                 outcomes.append(f"fails: {error.message}")
         if outcomes[0] != outcomes[1]:
-            said = [
-                o if o in ("lacks it",) or o.startswith("fails") else f"output {o[:12]}" for o in outcomes
-            ]
-            return Attribution("sequence", action, None, step, said[0], said[1])
+            said = [o if o == "lacks it" or o.startswith("fails") else f"gives {o[:12]}" for o in outcomes]
+            effect = f"step {step + 1} of the sequence: base {said[0]}, head {said[1]}"
+            return Attribution("sequence", action, None, step, effect)
     applied = list(sequence)
     return first_pipeline_difference(
         pipeline_runs(base, modules[0], base.catalogue.disabled_for_required_only(applied)),
