@@ -8,6 +8,8 @@ is exercised by several processes at once, as in a user's `pytest -n auto`.
 import os
 import tempfile
 
+import pytest
+
 # Added compilers (`xlabench compilers add`, hundreds of MB each) stay where the user's cache keeps them.
 if "XLABENCH_COMPILERS_DIR" not in os.environ:
     from xlabench.xla.compilers import compilers_directory
@@ -21,3 +23,22 @@ os.environ.setdefault("XLABENCH_CRASH_DIR", os.path.join(_directory, "crashes"))
 
 # The plugin's own tests run pytest on generated test files.
 pytest_plugins = ["pytester"]
+
+
+# The release the compiler-change tests add beside the installed one (pip installs it from its cache
+# after the first time): the previous release of the reference compiler.
+SECOND_RELEASE = "0.10.1"
+
+
+@pytest.fixture(scope="session")
+def second_compiler():
+    """jaxlib SECOND_RELEASE, added in this run's own folder: once per run, shared by the xdist workers."""
+    from filelock import FileLock
+
+    from xlabench.xla.compilers import COMPILERS_DIRECTORY_VARIABLE, add_compiler
+
+    directory = os.path.join(_directory, "compilers")
+    os.makedirs(_directory, exist_ok=True)
+    with FileLock(os.path.join(_directory, "compilers.lock")), pytest.MonkeyPatch.context() as patch:
+        patch.setenv(COMPILERS_DIRECTORY_VARIABLE, directory)
+        return add_compiler(SECOND_RELEASE, progress=lambda line: None)

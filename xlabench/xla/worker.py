@@ -24,8 +24,12 @@ def serve(connection: Connection) -> None:
         from xlabench.xla import compiler
     except UnsupportedCompiler as error:
         compiler, unsupported = None, str(error)
-    except ImportError as error:
-        compiler, unsupported = None, f"this Python cannot import the compiler: {error}"
+    except Exception as error:  # a jaxlib whose jax or internals do not import: an install, not a module
+        first = (str(error).strip().splitlines() or [""])[0]
+        compiler, unsupported = (
+            None,
+            f"this Python cannot import the compiler: {type(error).__name__}: {first}",
+        )
 
     while True:
         try:
