@@ -1,11 +1,13 @@
-"""The compiler boundary: real XLA passes from the installed jaxlib, applied one at a time, isolated.
+"""The compiler boundary: real XLA passes from a jaxlib release, applied one at a time, isolated.
 
 Public API: `HloModule`, `PassDriver` (and the default-driver shortcuts `apply_pass`,
-`run_default_pipeline`, `run_required_passes`), `load_catalogue`, `Features`. Only
-`xlabench.xla.compiler` imports jaxlib internals, and only inside worker processes.
+`run_default_pipeline`, `run_required_passes`), `load_catalogue`, `Features`; `Compiler` and
+`resolve_compiler` name the release (the installed one, or one added beside it). Only
+`xlabench.xla.adapter` imports jaxlib internals, and only inside worker processes.
 """
 
 from xlabench.xla.catalogue import PassCatalogue, PassInfo, load_catalogue
+from xlabench.xla.compilers import Compiler, resolve_compiler
 from xlabench.xla.driver import (
     PassDriver,
     Step,
@@ -18,6 +20,7 @@ from xlabench.xla.features import Features
 from xlabench.xla.module import HloModule
 
 __all__ = [
+    "Compiler",
     "Features",
     "HloModule",
     "PassCatalogue",
@@ -28,5 +31,6 @@ __all__ = [
     "default_driver",
     "load_catalogue",
     "run_default_pipeline",
+    "resolve_compiler",
     "run_required_passes",
 ]

@@ -1,8 +1,9 @@
-"""Everything that touches jaxlib internals; runs only inside isolated worker processes.
+"""What a compiler worker does with XLA; runs only inside isolated worker processes.
 
-This is the one module a jaxlib bump should have to change. Nothing here is imported by the
-parent process: the pool (`xlabench.xla.pool`) calls these functions by name in a worker, so a
-CHECK abort or a hang kills a worker, never the caller.
+jaxlib's internals are reached through `xlabench.xla.adapter` (the one module a jaxlib release
+should have to change); everything read of a module is read from its printed text. Nothing here
+is imported by the parent process: the pool (`xlabench.xla.pool`) calls these functions by name in
+a worker, so a CHECK abort or a hang kills a worker, never the caller.
 
 How one pass is applied (no per-pass Python API exists in jaxlib): the module is compiled with
 `xla_disable_hlo_passes` naming every pass and pipeline except the requested pass, the pipelines
