@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SECOND_RELEASE
+from tests.commands import interrupt_after
 from xlabench.cli import main
 from xlabench.graphs import resolve_graphs
 from xlabench.xla import PassDriver
@@ -50,6 +51,14 @@ def test_a_release_the_registry_does_not_have_leaves_nothing_behind(compilers_ro
         _one_error_line(capsys)
         == "xlabench: error: jaxlib 0.8.5: the package registry has no jax/jaxlib 0.8.5"
     )
+    assert list(compilers_root.iterdir()) == []
+
+
+def test_an_interrupted_add_leaves_nothing_behind(compilers_root):
+    # Ctrl-C while pip installs: the half-made environment is removed, nothing looks like a compiler.
+    environment = {COMPILERS_DIRECTORY_VARIABLE: str(compilers_root)}
+    code, last_line = interrupt_after(["compilers", "add", "0.9.2"], 120, environment, ready=r"\[2/3\]")
+    assert (code, last_line) == (130, "xlabench: interrupted")
     assert list(compilers_root.iterdir()) == []
 
 
