@@ -21,6 +21,10 @@ def test_update_stores_and_diff_shows_what_a_compiler_change_does(tmp_path, monk
     capsys.readouterr()
     assert main(["baselines", "diff", *options]) == 0
     assert "(1 graphs, 0 changed)" in capsys.readouterr().out
+    # A graph without a stored baseline is not a silent pass.
+    unstored = [*options[:2], "--graphs", "recurrent-gru-infer-l1-h128-s16-b8-f32", *options[4:]]
+    assert main(["baselines", "diff", *unstored]) == 1
+    assert "recurrent-gru-infer-l1-h128-s16-b8-f32: no baseline" in capsys.readouterr().out
     # The same compiler without algsimp: diff names the graph and the op count it grew to; update refuses.
     monkeypatch.setenv("XLABENCH_DISABLE_PASSES", "algsimp")
     assert main(["baselines", "diff", *options]) == 1

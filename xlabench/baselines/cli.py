@@ -182,8 +182,8 @@ def run_diff(args: argparse.Namespace) -> int:
                 what += "; sequence now: " + " ".join(row["sequence"])
             changes.append((row["name"], what))
         print(
-            f"{policy.label} on jaxlib {_compiler_version()} vs {stored.directory} (jaxlib "
-            f"{stored.metadata['jaxlib']}; {len(rows)} graphs, {len(changes)} changed):"
+            f"{policy.label} on jaxlib {_compiler_version()} vs {stored.directory}, made on jaxlib "
+            f"{stored.metadata['jaxlib']} ({len(rows)} graphs, {len(changes)} changed):"
         )
         for name, what in changes:
             print(f"  {name}: {what}")
