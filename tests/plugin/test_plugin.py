@@ -155,3 +155,41 @@ def test_a_gap_to_xla_the_baseline_already_had_is_an_expected_failure(pytester, 
     result.stdout.fnmatch_lines(
         ["*0 failed, 1 known from the baseline*", "*known: op count vs XLA's default*"]
     )
+
+
+@pytest.mark.slow
+def test_the_previous_release_fails_a_gate_and_names_the_pass(
+    pytester, second_compiler, tmp_path, monkeypatch
+):
+    # On this graph jaxlib 0.10.1's default pipeline counts 232 ops, 0.10.2's 216: tree_reduction_rewriter.
+    from pathlib import Path
+
+    from conftest import SECOND_RELEASE
+    from xlabench.xla.compilers import COMPILERS_DIRECTORY_VARIABLE
+
+    graph = "bert-infer-l1-d64-h2-s32-b2-f32"
+    monkeypatch.setenv("XLABENCH_BASELINES_DIR", str(tmp_path))
+    assert main(["baselines", "update", "--policy", "general", "--graphs", graph, "--workers", "1"]) == 0
+    monkeypatch.setenv(COMPILERS_DIRECTORY_VARIABLE, str(Path(second_compiler.python).parents[2]))
+    pytester.makepyfile(test_suite=SUITE)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-k", "policy_on_graph", "--xlabench-graphs", graph,
+        "--xlabench-policy", "general", "--xlabench-baselines", str(tmp_path),
+        "--xlabench-compiler", SECOND_RELEASE,
+    )  # fmt: skip
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            f"*{graph} | general@v* | jaxlib {SECOND_RELEASE}:",
+            "*FAILED op count vs baseline: R 232 > baseline R 216*",
+            f"*changed by: jaxlib 0.10.2 -> {SECOND_RELEASE}: tree_reduction_rewriter*",
+            f"*xlabench: 1 graph x policy, 1 failed*on jaxlib {SECOND_RELEASE}*",
+        ]
+    )
+
+
+def test_a_compiler_not_added_stops_the_session_in_one_line(pytester):
+    pytester.makepyfile(test_suite=SUITE)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--xlabench-compiler", "0.9.1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*xlabench: jaxlib 0.9.1 is not added: run `xlabench compilers add 0.9.1`*"])
