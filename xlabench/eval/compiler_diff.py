@@ -30,6 +30,7 @@ from xlabench.xla.attribution import Attribution, attribute_default, attribute_s
 from xlabench.xla.compilers import Compiler, resolve_compiler
 from xlabench.xla.execute import compare_outputs
 from xlabench.xla.pool import CompilerPool
+from xlabench.xla.releases import UnsupportedCompiler
 
 
 @dataclass
@@ -171,10 +172,7 @@ def diff_graph(
     drivers: tuple[PassDriver, PassDriver], graph: Graph, policy: Any, runtime: bool, repeats: int
 ) -> GraphDiff:
     """Measure one graph on both compilers and attribute what moved."""
-    rows = [
-        evaluate_graph(driver, graph, "policy", {"policy": policy}, runtime, repeats, keep_outputs=True)
-        for driver in drivers
-    ]
+    rows = [_evaluate(driver, graph, policy, runtime, repeats) for driver in drivers]
     entry = GraphDiff(
         name=graph.name,
         family=graph.family,
@@ -204,9 +202,23 @@ def diff_graph(
             if found is None and entry.sequence_changed:
                 found = _where_the_policy_chose_otherwise(entry, policy.action_match(drivers[1]).masked)
             entry.changed_by["policy"] = found.to_dict() if found else None
-    except CompilerError as error:
+    except UnsupportedCompiler:
+        raise  # the compiler, not the graph: no diff can go on
+    except (CompilerError, UserInputError) as error:
         entry.changed_by["error"] = str(error)
     return entry
+
+
+def _evaluate(driver: PassDriver, graph: Graph, policy: Any, runtime: bool, repeats: int) -> dict[str, Any]:
+    """`evaluate_graph` on one compiler; a graph that compiler cannot load is this graph's error."""
+    try:
+        return evaluate_graph(
+            driver, graph, "policy", {"policy": policy}, runtime, repeats, keep_outputs=True
+        )
+    except UnsupportedCompiler:
+        raise
+    except UserInputError as error:
+        return {"name": graph.name, "family": graph.family, "error": str(error)}
 
 
 def _where_the_policy_chose_otherwise(entry: GraphDiff, masked: tuple[str, ...]) -> Attribution:

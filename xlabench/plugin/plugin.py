@@ -177,8 +177,13 @@ def _check_given_options(config: pytest.Config, settings: Settings) -> None:
             suite_cases(settings)
         if settings.disabled_passes:
             from xlabench.xla import PassDriver
+            from xlabench.xla.compilers import resolve_compiler
 
-            PassDriver(use_cache=False, disabled_passes=settings.disabled_passes).check_disabled_passes()
+            PassDriver(
+                use_cache=False,
+                disabled_passes=settings.disabled_passes,
+                compiler=resolve_compiler(settings.compiler),
+            ).check_disabled_passes()
     except UserInputError as error:
         raise pytest.UsageError(f"xlabench: {error}") from None
 

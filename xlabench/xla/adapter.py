@@ -10,7 +10,9 @@ outside `SUPPORTED_JAXLIB`, or one that lacks an entry point, is refused at impo
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import jaxlib
 
@@ -39,11 +41,37 @@ if _missing:
     )
 
 
+_Function = TypeVar("_Function", bound=Callable[..., Any])
+
+
+def _entry_point(function: _Function) -> _Function:
+    """A missing attribute or a changed signature of jaxlib's is this release's API, never the module's."""
+
+    @functools.wraps(function)
+    def call(*arguments: Any, **keywords: Any) -> Any:
+        try:
+            return function(*arguments, **keywords)
+        except AttributeError as error:
+            problem = error
+        except TypeError as error:
+            if "incompatible function arguments" not in str(error):
+                raise  # nanobind's word for a changed signature; anything else is not the API's
+            problem = error
+        first = (str(problem).strip().splitlines() or [""])[0]
+        raise UnsupportedCompiler(
+            f"jaxlib {jaxlib.__version__}: xlabench's adapter does not fit it ({function.__name__}: {first})"
+        ) from None
+
+    return call  # type: ignore[return-value]
+
+
+@_entry_point
 def jaxlib_version() -> str:
     """The version of the jaxlib in this process."""
     return jaxlib.__version__
 
 
+@_entry_point
 def client() -> Any:
     """jax's CPU client, so arrays made by jax.device_put belong to it."""
     from jax._src import xla_bridge
@@ -51,6 +79,7 @@ def client() -> Any:
     return xla_bridge.get_backend("cpu")
 
 
+@_entry_point
 def print_options(large_constants: bool = True) -> Any:
     """Print options for a lossless, re-parsable module without metadata."""
     options = _hlo.HloPrintOptions()
@@ -59,32 +88,38 @@ def print_options(large_constants: bool = True) -> Any:
     return options
 
 
+@_entry_point
 def parse_module(text: str) -> Any:
     """XLA's HloModule of HLO text (raises jaxlib's error on malformed text)."""
     return _hlo.hlo_module_from_text(text)
 
 
+@_entry_point
 def module_name(module: Any) -> str:
     """The module's name."""
     return module.name
 
 
+@_entry_point
 def module_text(module: Any, options: Any) -> str:
     """The module printed with `options`."""
     return module.to_string(options)
 
 
+@_entry_point
 def to_stablehlo(module: Any) -> Any:
     """The module exported to StableHLO, as every compile starts."""
     return _mlir.hlo_to_stablehlo(module.as_serialized_hlo_module_proto())
 
 
+@_entry_point
 def from_stablehlo(stablehlo: Any) -> Any:
     """A StableHLO module imported back into an HloModule."""
     computation = _mlir.mlir_module_to_xla_computation(stablehlo, use_tuple_args=False, return_tuple=False)
     return computation.get_hlo_module()
 
 
+@_entry_point
 def compile_stablehlo(stablehlo: Any, overrides: dict[str, Any]) -> Any:
     """Compile for the first CPU device with DebugOptions overrides; the loaded executable."""
     options = xla_client.CompileOptions()
@@ -93,16 +128,19 @@ def compile_stablehlo(stablehlo: Any, overrides: dict[str, Any]) -> Any:
     return client().compile_and_load(stablehlo, devices, options)
 
 
+@_entry_point
 def cost_analysis(module: Any) -> dict[str, float]:
     """XLA's HloCostAnalysis properties of the module."""
     return dict(_jax.hlo_module_cost_analysis(client(), module))
 
 
+@_entry_point
 def optimized_module(executable: Any) -> Any:
     """The module XLA generated code for (after every pass)."""
     return executable.hlo_modules()[0]
 
 
+@_entry_point
 def put_on_device(value: Any) -> Any:
     """A device buffer of a numpy array on the first CPU device."""
     import jax
@@ -110,6 +148,7 @@ def put_on_device(value: Any) -> Any:
     return jax.device_put(value, client().devices()[0])
 
 
+@_entry_point
 def execute(executable: Any, buffers: list[Any]) -> list[Any]:
     """Run the executable once on device buffers; its output arrays, ready."""
     results = executable.execute_sharded(buffers)

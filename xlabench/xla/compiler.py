@@ -36,6 +36,7 @@ import numpy as np
 
 from xlabench.xla import adapter
 from xlabench.xla.pool import CompilerFailure
+from xlabench.xla.releases import UnsupportedCompiler
 from xlabench.xla.structure import (
     COMPUTATION_HEADER,
     INSTRUCTION,
@@ -73,6 +74,8 @@ def parse(text: str) -> Any:
     """Parse HLO text into an XLA HloModule; malformed text raises CompilerFailure."""
     try:
         return adapter.parse_module(text)
+    except UnsupportedCompiler:
+        raise
     except Exception as error:  # jaxlib raises its own runtime error type
         raise CompilerFailure(_parse_error_summary(str(error))) from None
 
@@ -146,6 +149,8 @@ def _compile(text: str, overrides: dict[str, Any]) -> Any:
     stablehlo = adapter.to_stablehlo(parse(text))
     try:
         return adapter.compile_stablehlo(stablehlo, overrides)
+    except UnsupportedCompiler:
+        raise
     except Exception as error:
         raise CompilerFailure(_first_line(error)) from None
 
@@ -319,8 +324,8 @@ def describe(text: str) -> dict[str, Any]:
     """Return name, canonical text, fingerprint and `features` of module text (canonicalizing it first)."""
     try:
         module = canonical_module(parse(text))
-    except (CompilerFailure, AttributeError, TypeError):
-        raise  # a bad module is said as such; an AttributeError is this jaxlib's API (the worker says so)
+    except (CompilerFailure, UnsupportedCompiler):
+        raise  # a bad module is said as such, and so is a jaxlib the adapter does not fit
     except Exception as error:
         raise CompilerFailure(f"XLA cannot import the module: {_first_line(error)}") from None
     printed = to_text(module)
@@ -614,6 +619,8 @@ def compile_and_run_interleaved(
                     run_once(executable)
                     answer["run_seconds"].append(time.perf_counter() - begun)
                 rounds += 1
+    except UnsupportedCompiler:
+        raise
     except Exception as error:
         raise CompilerFailure(f"execution failed: {_first_line(error)}") from None
     return answers

@@ -118,11 +118,21 @@ def add_compiler(version: str, progress: Callable[[str], None] = print) -> Compi
     Already added: returned as it is. A release outside the range, or one the registry does not
     have: UserInputError, and nothing is left behind.
     """
+    from filelock import FileLock  # the caller's side only: compiler workers never add
+
     check_supported(version)
     installed = installed_compiler()
     if installed is not None and installed.version == version:
         progress(f"jaxlib {version} is the installed compiler: nothing to add")
         return installed
+    os.makedirs(compilers_directory(), exist_ok=True)
+    # Two adds of one release at once: the second waits, then finds it added. The lock file stands
+    # beside the folder, so the folder holds environments only.
+    with FileLock(f"{compilers_directory().rstrip(os.sep)}-{version}.lock"):
+        return _add_unlocked(version, progress)
+
+
+def _add_unlocked(version: str, progress: Callable[[str], None]) -> Compiler:
     target = os.path.join(compilers_directory(), version)
     if os.path.isfile(os.path.join(target, _RECORD)):
         progress(f"jaxlib {version} is already added ({target})")
@@ -132,7 +142,6 @@ def add_compiler(version: str, progress: Callable[[str], None] = print) -> Compi
             f"jaxlib {version}: {target} exists but is not a finished environment; "
             f"`xlabench compilers remove {version}`, then add it again"
         )
-    os.makedirs(compilers_directory(), exist_ok=True)
     building = tempfile.mkdtemp(prefix=f".{version}-", dir=compilers_directory())
     started = time.monotonic()
     try:
@@ -216,11 +225,17 @@ def _pip_install(python: str, packages: list[str], version: str, progress: Calla
 
 def _probe(python: str) -> str:
     """Start one worker under `python`; the jaxlib version it answers with."""
-    from xlabench.xla.pool import Worker
+    from xlabench.xla.pool import Worker, WorkerDied, WorkerTimedOut
 
     worker = Worker(python=python)
     try:
         return str(worker.call("jaxlib_version", {}, timeout=300))
+    except (WorkerDied, WorkerTimedOut) as failure:
+        last = failure.stderr_tail.strip().splitlines()
+        raise UserInputError(
+            f"the new environment's compiler worker does not start: {failure}"
+            + (f": {last[-1]}" if last else "")
+        ) from None
     finally:
         worker.close()
 

@@ -43,13 +43,8 @@ def serve(connection: Connection) -> None:
             reply = (request_id, "ok", getattr(compiler, function_name)(**arguments))
         except CompilerFailure as failure:
             reply = (request_id, "failure", str(failure))
-        except AttributeError as error:
-            version = compiler.jaxlib_version()
-            reply = (
-                request_id,
-                "unsupported",
-                f"jaxlib {version}: xlabench's adapter does not fit it ({error})",
-            )
+        except UnsupportedCompiler as error:  # this jaxlib's API, not the module (`adapter._entry_point`)
+            reply = (request_id, "unsupported", str(error))
         except Exception as error:  # anything else is still an answer about the module, not a crash
             lines = str(error).strip().splitlines()
             reply = (request_id, "failure", f"{type(error).__name__}: {lines[0] if lines else ''}")
