@@ -6,7 +6,13 @@ import pytest
 
 from xlabench.graphs import resolve_graphs
 from xlabench.xla import PassDriver
-from xlabench.xla.attribution import attribute_default, attribute_sequence
+from xlabench.xla.attribution import (
+    PassRun,
+    PipelineRuns,
+    attribute_default,
+    attribute_sequence,
+    first_pipeline_difference,
+)
 from xlabench.xla.pool import CompilerPool
 
 
@@ -14,6 +20,42 @@ from xlabench.xla.pool import CompilerPool
 def reference():
     """A driver on the installed compiler."""
     return PassDriver()
+
+
+def runs(*entries: tuple[str, int, str, str]) -> PipelineRuns:
+    """A pipeline on module "m0": (pipeline, round, pass, fingerprint after) per run, k counted."""
+    counted: dict[tuple[str, int, str], int] = {}
+    listed = []
+    for pipeline, round_, pass_name, after in entries:
+        counted[pipeline, round_, pass_name] = counted.get((pipeline, round_, pass_name), 0) + 1
+        listed.append((PassRun(pipeline, round_, pass_name, counted[pipeline, round_, pass_name]), after))
+    return PipelineRuns("m0", listed)
+
+
+def test_the_first_run_that_leaves_the_module_different_is_named_not_the_first_in_pipeline_order():
+    # Round 1: algsimp changes nothing on either; reshape-mover changes the module only on head. Round
+    # 2 (head only) has algsimp change it too. Ordered by pipeline position, algsimp would come first.
+    base = runs(("simplification", 1, "algsimp", "m0"), ("simplification", 1, "reshape-mover", "m0"))
+    head = runs(
+        ("simplification", 1, "algsimp", "m0"),
+        ("simplification", 1, "reshape-mover", "m1"),
+        ("simplification", 2, "algsimp", "m2"),
+        ("simplification", 2, "reshape-mover", "m2"),
+    )
+    found = first_pipeline_difference(base, head)
+    assert found is not None and found.pass_name == "reshape-mover" and found.position == 1
+    assert "the same module in, another out" in found.effect
+
+
+def test_a_run_only_one_compiler_makes_is_passed_over_when_it_changes_nothing():
+    base = runs(("p", 1, "cse", "m1"), ("p", 1, "dce", "m2"))
+    head = runs(("p", 1, "new-pass", "m0"), ("p", 1, "cse", "m1"), ("p", 1, "dce", "m2"))
+    assert first_pipeline_difference(base, head) is None
+    changing = runs(("p", 1, "new-pass", "m5"), ("p", 1, "cse", "m6"), ("p", 1, "dce", "m7"))
+    found = first_pipeline_difference(base, changing)
+    assert found is not None and found.pass_name == "new-pass"
+    assert "changes the module on head; the other compiler does not run it there" in found.effect
+    assert first_pipeline_difference(base, runs(("p", 1, "cse", "m1"))) is not None  # head stops early
 
 
 def test_a_pass_turned_off_is_named_as_where_the_default_pipelines_part(reference, redundant_module):

@@ -135,6 +135,19 @@ def cost_analysis(module: Any) -> dict[str, float]:
 
 
 @_entry_point
+def serialize_executable(executable: Any) -> bytes:
+    """The loaded executable as bytes (its generated code), for the executable cache."""
+    return bytes(client().serialize_executable(executable))
+
+
+@_entry_point
+def deserialize_executable(data: bytes) -> Any:
+    """A loaded executable on the first CPU device from `serialize_executable`'s bytes."""
+    devices = xla_client.DeviceList(tuple(client().devices()[:1]))
+    return client().deserialize_executable(data, devices, xla_client.CompileOptions())
+
+
+@_entry_point
 def optimized_module(executable: Any) -> Any:
     """The module XLA generated code for (after every pass)."""
     return executable.hlo_modules()[0]

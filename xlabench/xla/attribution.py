@@ -1,11 +1,13 @@
 """Which pass made two compilers differ: the first place their runs on the same module part.
 
-For XLA's default pipeline: each compiler runs it once on the same module with every pass dumped
-(`compiler.pipeline_fingerprints`); the runs that changed the module, with the structural fingerprint
-after each, are lined up, and the first position where pass or fingerprint differ names the pass.
-For a sequence (CompilerGym's `validate()` idea): the stored sequence is replayed step by step on both
-compilers, and the first step whose module differs names the pass; if every step agrees, the
-required-only pipeline that counts the result is attributed the same way as the default pipeline.
+For XLA's default pipeline: each compiler runs it once on the same module with every pass run dumped
+(`compiler.pipeline_fingerprints`); the two lists of runs, with the structural fingerprint after each,
+are walked side by side from the same start, and the first run that leaves the module different names
+the pass: a run both compilers make, with another output, or a run one makes (and the other does not,
+there) that changes the module. For a sequence (CompilerGym's `validate()` idea): the stored sequence
+is replayed step by step on both compilers, and the first step whose module differs names the pass; if
+every step agrees, the required-only pipeline that counts the result is attributed the same way as the
+default pipeline.
 """
 
 from __future__ import annotations
@@ -14,51 +16,32 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from xlabench.errors import CompilerError
-from xlabench.xla.catalogue import COUNTING_POINT_PASS, PassCatalogue
+from xlabench.xla.catalogue import COUNTING_POINT_PASS
 from xlabench.xla.driver import PassDriver
 from xlabench.xla.module import HloModule
 
 
 @dataclass(frozen=True)
 class PassRun:
-    """A run that changed the module: the k-th such run of `pass_name` in `pipeline`."""
+    """The `run`-th run of `pass_name` in round `round` of `pipeline` (a fixed-point pipeline has several)."""
 
     pipeline: str
+    round: int
     pass_name: str
     run: int
 
     def __str__(self) -> str:
-        return f"{self.pass_name} in {self.pipeline}" + (f" (run {self.run})" if self.run > 1 else "")
+        said = [f"round {self.round}"] if self.round > 1 else []
+        said += [f"run {self.run}"] if self.run > 1 else []
+        return f"{self.pass_name} in {self.pipeline}" + (f" ({', '.join(said)})" if said else "")
 
 
 @dataclass(frozen=True)
 class PipelineRuns:
-    """One compiler's pipeline on one module: the start, and the runs that changed it (XLA dumps only those).
-
-    `catalogue` places a run in the pipeline: which of two runs comes first when the compilers part.
-    """
+    """One compiler's pipeline on one module: the start, and every pass run with the fingerprint after it."""
 
     start: str
-    changes: list[tuple[PassRun, str]]  # (run, fingerprint after)
-    catalogue: PassCatalogue
-
-    def position(self, run: PassRun) -> int | None:
-        """Where the pass first stands in this compiler's pipeline (flattened), inside `run.pipeline`."""
-        for index, (pipeline, pass_name) in enumerate(_flattened(self.catalogue.tree, "")):
-            if pass_name == run.pass_name and pipeline.replace(" ", "_") == run.pipeline:
-                return index
-        return None
-
-
-def _flattened(nodes: list[dict[str, Any]], parent: str) -> list[tuple[str, str]]:
-    """(pipeline, pass) of every pass of a catalogue tree, in pipeline order."""
-    found: list[tuple[str, str]] = []
-    for node in nodes:
-        if "children" in node:
-            found += _flattened(node["children"], node["name"])
-        else:
-            found.append((parent, node["name"]))
-    return found
+    runs: list[tuple[PassRun, str]]  # (run, fingerprint after), in the order XLA ran them
 
 
 @dataclass(frozen=True)
@@ -68,7 +51,7 @@ class Attribution:
     where: str  # "import" | "default pipeline" | "required passes" | "sequence" | "policy choice"
     pass_name: str | None  # the pass that first made the difference
     pipeline: str | None
-    position: int  # the index of the change (pipeline) or of the step (sequence), from 0
+    position: int  # where they part: the pass run (pipeline, in XLA's order) or the step (sequence), from 0
     effect: str  # what that pass did differently, in words
 
     def describe(self) -> str:
@@ -85,7 +68,7 @@ class Attribution:
 def pipeline_runs(
     driver: PassDriver, module: HloModule, disabled_passes: list[str] | None = None
 ) -> PipelineRuns:
-    """The driver's pipeline (to the counting point) on `module`, change by change."""
+    """The driver's pipeline (to the counting point) on `module`, run by run."""
     answer = driver.call_compiler(
         "pipeline_fingerprints",
         "@pipeline-fingerprints",
@@ -93,56 +76,60 @@ def pipeline_runs(
         point_pass=COUNTING_POINT_PASS,
         disabled_passes=disabled_passes or [],
     )
-    changes = [(PassRun(*change[:3]), change[3]) for change in answer["changes"]]
-    return PipelineRuns(answer["start"], changes, driver.catalogue)
+    return PipelineRuns(answer["start"], [(PassRun(*run[:4]), run[4]) for run in answer["runs"]])
 
 
 def first_pipeline_difference(
     base: PipelineRuns, head: PipelineRuns, where: str = "default pipeline"
 ) -> Attribution | None:
-    """The first pass run at which two pipelines part (None: the same changes, in the same order).
+    """The first pass run at which two pipelines part (None: they end on the same module).
 
-    Up to the first change that differs, both did the same. There, either the same run gave another
-    module, or one compiler changed the module with a pass whose run on the other changed nothing (or
-    that the other does not run there): of the two compilers' next changes, the one whose pass stands
-    first in the pipeline is the culprit.
+    Both lists are walked from the same start, while the module is the same on both. A run both
+    compilers make next is judged by its output. Where they make different runs next (a pass one of
+    them lacks, a round of a fixed-point loop the other did not need), a run that changed nothing is
+    passed over; a run that changed the module is the culprit.
     """
     if base.start != head.start:
         return Attribution("import", None, None, 0, "the compilers import the module differently")
-    for index in range(max(len(base.changes), len(head.changes))):
-        ours = base.changes[index][0] if index < len(base.changes) else None
-        theirs = head.changes[index][0] if index < len(head.changes) else None
-        if ours == theirs:
-            if base.changes[index][1] == head.changes[index][1]:
-                continue
-            assert ours is not None
-            return Attribution(where, ours.pass_name, ours.pipeline, index, f"{ours}: its output differs")
-        if theirs is None or (ours is not None and _first(ours, theirs, base, head) is ours):
-            culprit, side, other, next_change = ours, "base", head, theirs
+    sides = {"base": base.runs, "head": head.runs}
+    index = {"base": 0, "head": 0}
+    current, step = base.start, 0
+    while True:
+        nexts = {side: runs[index[side]] for side, runs in sides.items() if index[side] < len(runs)}
+        if not nexts:
+            return None
+        if len(nexts) == 2 and nexts["base"][0] == nexts["head"][0]:
+            run = nexts["base"][0]
+            if nexts["base"][1] != nexts["head"][1]:
+                return Attribution(
+                    where, run.pass_name, run.pipeline, step, f"{run}: the same module in, another out"
+                )
+            current = nexts["base"][1]
+            index = {side: position + 1 for side, position in index.items()}
         else:
-            culprit, side, other, next_change = theirs, "head", base, ours
-        assert culprit is not None
-        there = (
-            "changes nothing there (or has it off)"
-            if other.position(culprit) is not None
-            else "does not run it there"
-        )
-        effect = f"{culprit} changes the module on {side}; the other compiler {there}" + (
-            f" (its next change: {next_change})" if next_change else ""
-        )
-        return Attribution(where, culprit.pass_name, culprit.pipeline, index, effect)
-    return None
+            idle = next((side for side, (_, after) in nexts.items() if after == current), None)
+            if idle is None:  # every next run changes the module: a run the other does not make goes first
+                later = {
+                    side: any(r == run for r, _ in sides[_other(side)][index[_other(side)] :])
+                    for side, (run, _) in nexts.items()
+                }
+                side = next((side for side in nexts if not later[side]), next(iter(nexts)))
+                run, other = nexts[side][0], _other(side)
+                there = "runs it later, after a change of its own" if later[side] else "does not run it there"
+                return Attribution(
+                    where,
+                    run.pass_name,
+                    run.pipeline,
+                    step,
+                    f"{run} changes the module on {side}; the other compiler {there}"
+                    + (f" (its next run: {nexts[other][0]})" if other in nexts else ""),
+                )
+            index[idle] += 1  # a run that changed nothing: it cannot be where they part
+        step += 1
 
 
-def _first(ours: PassRun, theirs: PassRun, base: PipelineRuns, head: PipelineRuns) -> PassRun:
-    """Of base's and head's next changing runs, the one whose pass stands first in the pipeline."""
-    if ours.pass_name == theirs.pass_name and ours.pipeline == theirs.pipeline:
-        return ours if ours.run < theirs.run else theirs
-    for runs in (head, base):
-        mine, yours = runs.position(ours), runs.position(theirs)
-        if mine is not None and yours is not None:
-            return ours if mine <= yours else theirs
-    return ours
+def _other(side: str) -> str:
+    return "head" if side == "base" else "base"
 
 
 def attribute_default(base: PassDriver, head: PassDriver, text: str, source: str) -> Attribution | None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import glob
 import os
 import re
@@ -34,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from xlabench.xla import adapter
+from xlabench.xla import adapter, executable_cache
 from xlabench.xla.pool import CompilerFailure
 from xlabench.xla.releases import UnsupportedCompiler
 from xlabench.xla.structure import (
@@ -197,12 +198,6 @@ def _dumps_until_stop(
         shutil.rmtree(dump_dir, ignore_errors=True)
 
 
-def _compile_to_stop(text: str, overrides: dict[str, Any], dump_regex: str) -> dict[str, str]:
-    """Compile with the stop marker and text dumps on; return {dump file suffix: XLA's module text}."""
-    with _dumps_until_stop(text, overrides, dump_regex, as_text=True) as dumps:
-        return {suffix: _read_bytes(path).decode() for suffix, path in dumps.items()}
-
-
 def _read_bytes(path: str) -> bytes:
     with open(path, "rb") as handle:
         return handle.read()
@@ -238,20 +233,23 @@ def pipeline_changes(text: str, point_pass: str, disabled_passes: list[str] | No
 def pipeline_fingerprints(
     text: str, point_pass: str, disabled_passes: list[str] | None = None
 ) -> dict[str, Any]:
-    """Run the CPU pipeline once up to `point_pass`; the module's fingerprint after each change.
+    """Run the CPU pipeline once up to `point_pass`; the module's fingerprint after every pass run.
 
-    The answer: "start", the fingerprint of the module XLA started from, and "changes", [pipeline,
-    pass, k, fingerprint after] for each run that changed the module (the k-th such run of that pass
-    in that pipeline), in the order XLA ran them: XLA dumps only the runs that changed something.
+    The answer: "start", the fingerprint of the module XLA started from, and "runs", [pipeline,
+    round, pass, k, fingerprint after] for every run (the k-th run of that pass in that round of
+    that pipeline: a fixed-point pipeline runs its passes once a round), no-ops included, in the
+    order XLA ran them. XLA dumps every run when the dump regex is not literally
+    ".*" (with ".*" it dumps only the runs that changed the module), so the regex here is ".+".
     Fingerprints are structural (names and order do not count), so two releases that run the same
-    passes to the same effect give the same changes: where they part is the pass that made a
+    passes to the same effect give the same runs: where they part is the pass that made a
     difference (`xlabench.xla.attribution`).
     """
     started = time.perf_counter()
     overrides = {"xla_disable_hlo_passes": ",".join(disabled_passes)} if disabled_passes else {}
-    changes: list[list[Any]] = []
+    runs: list[list[Any]] = []
+    rounds: collections.Counter[str] = collections.Counter()
     seen: collections.Counter[tuple[str, str]] = collections.Counter()
-    with _dumps_until_stop(text, overrides, dump_regex=".*", as_text=True) as dumps:
+    with _dumps_until_stop(text, overrides, dump_regex=".+", as_text=True) as dumps:
         previous_text = _read_bytes(dumps["before_optimizations"])
         start = previous = structural_fingerprint(strip_stop_marker(previous_text.decode()))
         for suffix in sorted((s for s in dumps if s[:4].isdigit()), key=_dump_step):
@@ -259,20 +257,20 @@ def pipeline_fingerprints(
             pass_name = passes.split(".before_", 1)[0]
             if pass_name == point_pass:
                 break
-            if pass_name == "pipeline-start":
+            if pass_name == "pipeline-start":  # a pipeline begins (again: the next round of its loop)
+                rounds[pipeline] += 1
+                for key in [key for key in seen if key[0] == pipeline]:
+                    del seen[key]
                 continue
             current_text = _read_bytes(dumps[suffix])
-            if current_text == previous_text:
-                continue
-            previous_text = current_text
-            current = structural_fingerprint(strip_stop_marker(current_text.decode()))
-            if current != previous:
-                seen[pipeline, pass_name] += 1
-                changes.append([pipeline, pass_name, seen[pipeline, pass_name], current])
-            previous = current
+            if current_text != previous_text:  # an unchanged text keeps its fingerprint
+                previous_text = current_text
+                previous = structural_fingerprint(strip_stop_marker(current_text.decode()))
+            seen[pipeline, pass_name] += 1
+            runs.append([pipeline, rounds[pipeline], pass_name, seen[pipeline, pass_name], previous])
         else:
             raise CompilerFailure(f"pipeline did not reach {point_pass}")
-    return {"start": start, "changes": changes, "seconds": time.perf_counter() - started}
+    return {"start": start, "runs": runs, "seconds": time.perf_counter() - started}
 
 
 def _read_varint(data: bytes, position: int) -> tuple[int, int]:
@@ -354,25 +352,25 @@ def run_pass(
     {"unchanged": True}: the input stands as it is (and canonicalizing it again is skipped).
     """
     started = time.perf_counter()
-    dumps = _compile_to_stop(
-        text,
-        {"xla_disable_hlo_passes": ",".join(disabled_passes)},
-        dump_regex=f"^{re.escape(pass_name)}$",
-    )
-    after = sorted((s for s in dumps if f".after_{pass_name}." in s), key=_dump_step)
-    if pipeline is not None:
-        # Dump names spell the running pipeline with underscores: "0003.simplification.after_dce...".
-        dumped_name = pipeline.replace(" ", "_")
-        after = [s for s in after if s.split(".", 2)[1] == dumped_name]
-    if len(after) < occurrence:
-        where = f" in pipeline {pipeline}" if pipeline is not None else ""
-        raise CompilerFailure(f"pass {pass_name} did not run{where} (is it in this jaxlib's CPU pipeline?)")
-    chosen = after[occurrence - 1]
-    # Every other pass is off, so the module XLA started from is the one the pass was given.
-    given = dumps.get("before_optimizations")
-    if given is not None and given == dumps[chosen]:
-        return {"unchanged": True, "seconds": time.perf_counter() - started}
-    result = describe(strip_stop_marker(dumps[chosen]))
+    overrides = {"xla_disable_hlo_passes": ",".join(disabled_passes)}
+    # Only two dumps are read: a pass inside a fixed-point pipeline runs (and is dumped) every round.
+    with _dumps_until_stop(text, overrides, f"^{re.escape(pass_name)}$", as_text=True) as dumps:
+        after = sorted((s for s in dumps if f".after_{pass_name}." in s), key=_dump_step)
+        if pipeline is not None:
+            # Dump names spell the running pipeline with underscores: "0003.simplification.after_dce...".
+            dumped_name = pipeline.replace(" ", "_")
+            after = [s for s in after if s.split(".", 2)[1] == dumped_name]
+        if len(after) < occurrence:
+            where = f" in pipeline {pipeline}" if pipeline is not None else ""
+            raise CompilerFailure(
+                f"pass {pass_name} did not run{where} (is it in this jaxlib's CPU pipeline?)"
+            )
+        chosen = _read_bytes(dumps[after[occurrence - 1]]).decode()
+        # Every other pass is off, so the module XLA started from is the one the pass was given.
+        given = dumps.get("before_optimizations")
+        if given is not None and _read_bytes(given).decode() == chosen:
+            return {"unchanged": True, "seconds": time.perf_counter() - started}
+    result = describe(strip_stop_marker(chosen))
     result["seconds"] = time.perf_counter() - started
     return result
 
@@ -389,12 +387,13 @@ def run_pipeline_to_point(
     names = sorted({*sibling_passes, point_pass, "pipeline-start"})
     regex = "^(" + "|".join(re.escape(name) for name in names) + ")$"
     overrides = {"xla_disable_hlo_passes": ",".join(disabled_passes)} if disabled_passes else {}
-    dumps = _compile_to_stop(text, overrides, dump_regex=regex)
-    ordered = sorted((s for s in dumps if s != "before_optimizations"), key=_dump_step)
-    point = next((i for i, s in enumerate(ordered) if f".after_{point_pass}." in s), None)
-    if point is None or point == 0:
-        raise CompilerFailure(f"pipeline did not reach {point_pass}")
-    result = describe(strip_stop_marker(dumps[ordered[point - 1]]))
+    with _dumps_until_stop(text, overrides, regex, as_text=True) as dumps:
+        ordered = sorted((s for s in dumps if s != "before_optimizations"), key=_dump_step)
+        point = next((i for i, s in enumerate(ordered) if f".after_{point_pass}." in s), None)
+        if point is None or point == 0:
+            raise CompilerFailure(f"pipeline did not reach {point_pass}")
+        module_text = _read_bytes(dumps[ordered[point - 1]]).decode()
+    result = describe(strip_stop_marker(module_text))
     result["seconds"] = time.perf_counter() - started
     return result
 
@@ -586,7 +585,9 @@ def compile_and_run_interleaved(
     for text, disabled_passes in programs:
         started = time.perf_counter()
         overrides = {"xla_disable_hlo_passes": ",".join(disabled_passes)} if disabled_passes else {}
-        executable = _compile(text, overrides)
+        executable, _ = executable_cache.compiled(
+            text, overrides, functools.partial(_compile, text, overrides)
+        )
         compiled.append((executable, time.perf_counter() - started))
 
     def run_once(executable: Any) -> list[Any]:

@@ -37,7 +37,7 @@ class Execution:
     """Outputs of one compiled module on one set of inputs, and how long things took."""
 
     outputs: list[np.ndarray]
-    compile_seconds: float
+    compile_seconds: float  # getting the executable: compiling it, or loading it from the executable cache
     run_seconds: list[float]
     # Opcode counts of the module XLA generated code for, after every pass it ran.
     optimized_histogram: dict[str, int]

@@ -1,0 +1,55 @@
+"""The executable cache: a program compiled once is loaded, not compiled, and runs the same."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from xlabench.xla import PassDriver
+from xlabench.xla.cache import TransitionCache
+from xlabench.xla.execute import compare_outputs, execute, random_inputs
+from xlabench.xla.pool import CompilerPool
+
+
+@pytest.fixture
+def cached_driver(tmp_path, monkeypatch):
+    """A driver whose workers keep executables under tmp_path (workers read the folder when they start)."""
+    monkeypatch.setenv("XLABENCH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("XLABENCH_EXECUTABLE_CACHE", "1")
+    pool = CompilerPool()
+    yield PassDriver(pool=pool, cache=TransitionCache(str(tmp_path / "transitions.sqlite")))
+    pool.close()
+
+
+def _executables(tmp_path):
+    return sorted(tmp_path.glob("executables-jaxlib-*/*.executable"))
+
+
+def test_a_compiled_program_is_stored_once_and_loaded_with_the_same_outputs(
+    cached_driver, tmp_path, mixed_module
+):
+    inputs = random_inputs(mixed_module)
+    first = execute(mixed_module, inputs, driver=cached_driver, repeats=2)
+    stored = _executables(tmp_path)
+    assert len(stored) == 1 and stored[0].stat().st_size > 0
+    inode = stored[0].stat().st_ino  # a program compiled again would be written to a new file
+    again = execute(mixed_module, inputs, driver=cached_driver, repeats=2)
+    assert _executables(tmp_path) == stored and stored[0].stat().st_ino == inode
+    assert compare_outputs(first.outputs, again.outputs) == []
+    assert all(
+        np.array_equal(a, b, equal_nan=True) for a, b in zip(first.outputs, again.outputs, strict=True)
+    )
+    # Other compile options are another program.
+    disabled = execute(mixed_module, inputs, driver=cached_driver, required_only=True)
+    assert len(_executables(tmp_path)) == 2 and compare_outputs(first.outputs, disabled.outputs) == []
+
+
+def test_a_damaged_file_is_compiled_again_and_replaced(cached_driver, tmp_path, mixed_module):
+    inputs = random_inputs(mixed_module)
+    first = execute(mixed_module, inputs, driver=cached_driver)
+    [stored] = _executables(tmp_path)
+    size = stored.stat().st_size
+    stored.write_bytes(b"not an executable")
+    again = execute(mixed_module, inputs, driver=cached_driver)
+    assert compare_outputs(first.outputs, again.outputs) == []
+    assert stored.stat().st_size == size

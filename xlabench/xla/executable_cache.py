@@ -1,0 +1,122 @@
+"""The executable cache: programs XLA compiled, kept on disk so that each is compiled once per machine.
+
+Worker side (it reaches jaxlib through `xlabench.xla.adapter`). Timing a sequence against XLA's default
+compiles both programs in full (code generation included): seconds each for the suite's larger
+graphs, and the same default program is compiled again by every policy, test and command that judges
+that graph. The key digests everything that decides the code: the jaxlib version, this machine's CPU
+(XLA generates code for the host it runs on), the module text and the compile options. Files are
+written to a temporary name and renamed, so a reader never sees half a file; an unreadable file is
+dropped and the program compiled. Past `$XLABENCH_EXECUTABLE_CACHE_MAX_MB` (default 2048) the least
+recently used files go. `XLABENCH_EXECUTABLE_CACHE=0` turns the cache off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import os
+import platform
+import tempfile
+from collections.abc import Callable
+from typing import Any
+
+from xlabench.xla import adapter
+from xlabench.xla.cache import cache_directory
+
+DEFAULT_MAX_MEGABYTES = 2048
+_SUFFIX = ".executable"
+
+
+@functools.cache
+def _machine() -> str:
+    """What code generation depends on here: the architecture and the CPU's model and flags."""
+    details = [platform.machine()]
+    try:
+        with open("/proc/cpuinfo") as handle:
+            details += sorted(
+                {line.strip() for line in handle if line.startswith(("model name", "flags", "Features"))}
+            )
+    except OSError:
+        details.append(platform.processor())
+    return "\n".join(details)
+
+
+def _directory() -> str:
+    path = os.path.join(cache_directory(), f"executables-jaxlib-{adapter.jaxlib_version()}")
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def enabled() -> bool:
+    """Whether the cache is on (`XLABENCH_EXECUTABLE_CACHE=0` turns it off)."""
+    return os.environ.get("XLABENCH_EXECUTABLE_CACHE", "1") != "0"
+
+
+def executable_key(text: str, overrides: dict[str, Any]) -> str:
+    """The file name's digest: jaxlib, machine, module text and compile options."""
+    digest = hashlib.sha256()
+    for part in (adapter.jaxlib_version(), _machine(), json.dumps(overrides, sort_keys=True), text):
+        digest.update(part.encode())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def compiled(text: str, overrides: dict[str, Any], compile_text: Callable[[], Any]) -> tuple[Any, bool]:
+    """The executable of `text` under `overrides`: from the cache, else `compile_text()` (then stored).
+
+    Returns (executable, whether it came from the cache).
+    """
+    if not enabled():
+        return compile_text(), False
+    path = os.path.join(_directory(), executable_key(text, overrides) + _SUFFIX)
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+        executable = adapter.deserialize_executable(data)
+        os.utime(path)  # recently used: kept longest
+        return executable, True
+    except FileNotFoundError:
+        pass
+    except Exception:  # a truncated or foreign file: compile again and replace it
+        _remove(path)
+    executable = compile_text()
+    try:
+        data = adapter.serialize_executable(executable)
+    except Exception:  # a jaxlib that cannot serialize this executable: it is simply not kept
+        return executable, False
+    descriptor, temporary = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+        os.replace(temporary, path)
+    finally:
+        _remove(temporary)
+    _evict(os.path.dirname(path))
+    return executable, False
+
+
+def _remove(path: str) -> None:
+    """Remove a file; one already gone is fine (another process may have dropped it)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(path)
+
+
+def _evict(directory: str) -> None:
+    """Drop the least recently used files until the folder fits its limit."""
+    limit = float(os.environ.get("XLABENCH_EXECUTABLE_CACHE_MAX_MB", DEFAULT_MAX_MEGABYTES)) * 1024 * 1024
+    entries = []
+    for entry in os.scandir(directory):
+        if entry.name.endswith(_SUFFIX):
+            try:
+                status = entry.stat()
+            except FileNotFoundError:
+                continue
+            entries.append((status.st_mtime, status.st_size, entry.path))
+    total = sum(size for _, size, _ in entries)
+    for _, size, path in sorted(entries):
+        if total <= limit:
+            break
+        _remove(path)
+        total -= size
