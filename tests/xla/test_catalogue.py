@@ -154,3 +154,26 @@ def test_fixed_point_action_set_takes_the_variant_of_every_pass_xla_iterates():
     assert found.disabled_for_required_only(["algsimp:fixed-point"]) == found.disabled_for_required_only(
         ["algsimp"]
     )
+
+
+def test_what_runs_right_after_a_pass_is_read_from_the_tree_with_the_disabled_passes_left_out():
+    tree = [
+        {
+            "name": "outer",
+            "children": [
+                {"name": "expander"},
+                {"name": "inner", "fixed_point": True, "children": [{"name": "dce"}, {"name": "algsimp"}]},
+                {"name": "expander"},
+                {"name": "layout-assignment"},
+                {"name": "copy-insertion"},
+            ],
+        }
+    ]
+    classified = catalogue.classify(tree, "test")
+    off = ["dce", "algsimp", "layout-assignment"]
+    assert classified.successors("expander", ("outer",), off) == ["copy-insertion", "inner"]
+    # The same pass twice in a row: the first run is followed by the second.
+    assert classified.successors("expander", ("outer",), [*off, "inner"]) == ["copy-insertion", "expander"]
+    assert classified.successors("algsimp", ("outer", "inner"), ["dce"]) == ["pipeline-end"]
+    assert classified.successors("dce", ("outer", "inner"), []) == ["algsimp"]
+    assert classified.successors("algsimp", ("elsewhere",), []) == []

@@ -14,6 +14,7 @@ from xlabench.errors import CompilerError, UnknownPassError, UserInputError
 from xlabench.graphs import resolve_graphs
 from xlabench.xla import HloModule, PassDriver
 from xlabench.xla.cache import TransitionCache
+from xlabench.xla.catalogue import COUNTING_POINT_PASS
 from xlabench.xla.pool import CompilerPool
 
 
@@ -56,6 +57,19 @@ def test_fixed_point_variant_runs_the_pass_until_it_changes_nothing(fresh_driver
     # This graph needs reshape-mover more than once (it moves one layer of reshapes a run).
     once = fresh_driver.apply_pass(module, "reshape-mover")
     assert runs >= 3 and fresh_driver.apply_pass(once, "reshape-mover").fingerprint != once.fingerprint
+    # The run is read from the dump "before what follows it" (one file a round of XLA's loop); the
+    # dumps of the pass itself give the very same module.
+    pipeline = fresh_driver.catalogue.passes["reshape-mover"].ancestors
+    disabled = fresh_driver.catalogue.disabled_for_single_pass("reshape-mover")
+    itself = fresh_driver.call_compiler(
+        "run_pass",
+        "reshape-mover",
+        module,
+        pass_name="reshape-mover",
+        disabled_passes=disabled,
+        pipeline=pipeline[-1],
+    )
+    assert itself["fingerprint"] == once.fingerprint
     assert fresh_driver.apply_pass(fixed, "reshape-mover").fingerprint == fixed.fingerprint
     assert fresh_driver.apply_pass(module, "reshape-mover:fixed-point").fingerprint == fixed.fingerprint
     with pytest.raises(UnknownPassError, match="cse does not first run in a fixed-point pipeline"):
@@ -80,6 +94,16 @@ def test_default_pipeline_and_required_passes_count_at_the_same_point(fresh_driv
     assert fresh_driver.run_required_passes(required).fingerprint == required.fingerprint
     # Neither has been through layout assignment: no layout-changing copies were inserted.
     assert "copy" not in fresh_driver.features(default).histogram
+    # Read from the one dump "before layout-assignment", or from the last of its pipeline's dumps.
+    every_sibling = fresh_driver.call_compiler(
+        "run_pipeline_to_point",
+        None,
+        mixed_module,
+        disabled_passes=[],
+        point_pass=COUNTING_POINT_PASS,
+        sibling_passes=fresh_driver.catalogue.counting_point_siblings(),
+    )
+    assert every_sibling["fingerprint"] == default.fingerprint
 
 
 def test_required_passes_do_not_rerun_an_orderable_pass_the_sequence_applied(

@@ -270,6 +270,26 @@ class PassCatalogue:
         enabled = {pass_name, *path, STOP_PASS, *stop.ancestors}
         return sorted(name for name in self.passes if name not in enabled)
 
+    def successors(
+        self, pass_name: str, pipeline_path: tuple[str, ...], disabled_passes: Iterable[str]
+    ) -> list[str]:
+        """What XLA runs right after `pass_name` in the pipeline at `pipeline_path`, `disabled_passes` off.
+
+        The names (or "pipeline-end") a single-pass compile can dump the pass's output before: a dump
+        names the pass before and the pass after it, so dumping "before the successor" writes one
+        file a run instead of two. Empty when the path is not in the tree.
+        """
+        nodes: list[dict[str, Any]] = self.tree
+        for name in pipeline_path:
+            node = next((n for n in nodes if n["name"] == name and "children" in n), None)
+            if node is None:
+                return []
+            nodes = node["children"]
+        off = set(disabled_passes)
+        enabled = [node["name"] for node in nodes if node["name"] not in off]
+        following = enabled[1:] + ["pipeline-end"]
+        return sorted({after for name, after in zip(enabled, following, strict=True) if name == pass_name})
+
     def disabled_for_required_only(self, applied_instances: Iterable[str] = ()) -> list[str]:
         """Names to disable so that only required passes run after a sequence.
 

@@ -7,9 +7,10 @@ a worker, so a CHECK abort or a hang kills a worker, never the caller.
 
 How one pass is applied (no per-pass Python API exists in jaxlib): the module is compiled with
 `xla_disable_hlo_passes` naming every pass and pipeline except the requested pass, the pipelines
-that contain it, and `copy-insertion`; `xla_dump_hlo_pass_re=^PASS$` dumps the module (as a lossless
-proto) after every run of the pass. A stop marker added to the entry computation -- two `call`s of
-one computation -- leaves the call graph unflattened, so `copy-insertion` fails at once with
+that contain it, and `copy-insertion`; XLA's dumps (`xla_dump_hlo_pass_re`, narrowed to the pass's
+pipeline and to what runs right after it) give the module after every run of the pass. A stop
+marker added to the entry computation -- two `call`s of one computation -- leaves the call graph
+unflattened, so `copy-insertion` fails at once with
 FAILED_PRECONDITION and the compile ends right after the pass instead of going on to LLVM. The
 marker's side-effecting custom call to an unregistered target is the second stop: should a pass
 flatten the call graph, the compile still fails before any code generation.
@@ -343,6 +344,7 @@ def run_pass(
     disabled_passes: list[str],
     pipeline: str | None = None,
     occurrence: int = 1,
+    successors: list[str] | None = None,
 ) -> dict[str, Any]:
     """Run one pass: every name in `disabled_passes` is off; return the module after one run.
 
@@ -350,49 +352,84 @@ def run_pass(
     anywhere when `pipeline` is None): XLA may add one pass several times with different options.
     When XLA's module is byte for byte the same before and after the pass, the answer is
     {"unchanged": True}: the input stands as it is (and canonicalizing it again is skipped).
+
+    `successors` (`PassCatalogue.successors`) name what runs right after the pass in `pipeline`:
+    only the dumps "before" them in that pipeline are written, one a run. Dumping the pass itself
+    also writes the dump before each of its runs, and a pass in a fixed-point pipeline runs again
+    and again in memory after the run kept (reshape-mover to the 25-round limit): half the files.
     """
     started = time.perf_counter()
     overrides = {"xla_disable_hlo_passes": ",".join(disabled_passes)}
-    # Only two dumps are read: a pass inside a fixed-point pipeline runs (and is dumped) every round.
-    with _dumps_until_stop(text, overrides, f"^{re.escape(pass_name)}$", as_text=True) as dumps:
+    dumped = None
+    if successors and pipeline is not None:
+        narrow = {**overrides, "xla_dump_hlo_pipeline_re": f"^{re.escape(pipeline)}$"}
+        regex = "^(" + "|".join(re.escape(name) for name in successors) + ")$"
+        dumped = _run_dumped(text, narrow, regex, pass_name, pipeline, occurrence)
+    if dumped is None:  # no successors given, or none of them followed the run: dump the pass itself
+        dumped = _run_dumped(text, overrides, f"^{re.escape(pass_name)}$", pass_name, pipeline, occurrence)
+    if dumped is None:
+        where = f" in pipeline {pipeline}" if pipeline is not None else ""
+        raise CompilerFailure(f"pass {pass_name} did not run{where} (is it in this jaxlib's CPU pipeline?)")
+    given, chosen = dumped
+    # Every other pass is off, so the module XLA started from is the one the pass was given.
+    if given == chosen:
+        return {"unchanged": True, "seconds": time.perf_counter() - started}
+    result = describe(strip_stop_marker(chosen))
+    result["seconds"] = time.perf_counter() - started
+    return result
+
+
+def _run_dumped(
+    text: str, overrides: dict[str, Any], regex: str, pass_name: str, pipeline: str | None, occurrence: int
+) -> tuple[str | None, str] | None:
+    """Compile with dumps; (the module XLA started from, the module after the chosen run) or None."""
+    with _dumps_until_stop(text, overrides, regex, as_text=True) as dumps:
         after = sorted((s for s in dumps if f".after_{pass_name}." in s), key=_dump_step)
         if pipeline is not None:
             # Dump names spell the running pipeline with underscores: "0003.simplification.after_dce...".
             dumped_name = pipeline.replace(" ", "_")
             after = [s for s in after if s.split(".", 2)[1] == dumped_name]
         if len(after) < occurrence:
-            where = f" in pipeline {pipeline}" if pipeline is not None else ""
-            raise CompilerFailure(
-                f"pass {pass_name} did not run{where} (is it in this jaxlib's CPU pipeline?)"
-            )
-        chosen = _read_bytes(dumps[after[occurrence - 1]]).decode()
-        # Every other pass is off, so the module XLA started from is the one the pass was given.
+            return None
         given = dumps.get("before_optimizations")
-        if given is not None and _read_bytes(given).decode() == chosen:
-            return {"unchanged": True, "seconds": time.perf_counter() - started}
-    result = describe(strip_stop_marker(chosen))
-    result["seconds"] = time.perf_counter() - started
-    return result
+        return (
+            _read_bytes(given).decode() if given is not None else None,
+            _read_bytes(dumps[after[occurrence - 1]]).decode(),
+        )
 
 
 def run_pipeline_to_point(
-    text: str, disabled_passes: list[str], point_pass: str, sibling_passes: list[str]
+    text: str,
+    disabled_passes: list[str],
+    point_pass: str,
+    sibling_passes: list[str],
+    point_pipeline: str | None = None,
 ) -> dict[str, Any]:
     """Run the CPU pipeline (minus `disabled_passes`) and return the module just before `point_pass`.
 
-    `sibling_passes` are the passes of the pipeline holding `point_pass`: each is dumped, and the
-    last dump before `point_pass` first runs is the module at that point.
+    With `point_pipeline` (the pipeline holding `point_pass`) only that pipeline's dump "before
+    `point_pass`" is written: a dump names the pass before and the pass after it. Without it,
+    `sibling_passes` (the passes of that pipeline) are each dumped, and the last dump before
+    `point_pass` first runs is the module at that point.
     """
     started = time.perf_counter()
-    names = sorted({*sibling_passes, point_pass, "pipeline-start"})
-    regex = "^(" + "|".join(re.escape(name) for name in names) + ")$"
+    module_text = None
     overrides = {"xla_disable_hlo_passes": ",".join(disabled_passes)} if disabled_passes else {}
-    with _dumps_until_stop(text, overrides, regex, as_text=True) as dumps:
-        ordered = sorted((s for s in dumps if s != "before_optimizations"), key=_dump_step)
-        point = next((i for i, s in enumerate(ordered) if f".after_{point_pass}." in s), None)
-        if point is None or point == 0:
-            raise CompilerFailure(f"pipeline did not reach {point_pass}")
-        module_text = _read_bytes(dumps[ordered[point - 1]]).decode()
+    if point_pipeline is not None:
+        narrow = {**overrides, "xla_dump_hlo_pipeline_re": f"^{re.escape(point_pipeline)}$"}
+        with _dumps_until_stop(text, narrow, f"^{re.escape(point_pass)}$", as_text=True) as dumps:
+            before = sorted((s for s in dumps if s.endswith(f".before_{point_pass}")), key=_dump_step)
+            if before:
+                module_text = _read_bytes(dumps[before[0]]).decode()
+    if module_text is None:
+        names = sorted({*sibling_passes, point_pass, "pipeline-start"})
+        regex = "^(" + "|".join(re.escape(name) for name in names) + ")$"
+        with _dumps_until_stop(text, overrides, regex, as_text=True) as dumps:
+            ordered = sorted((s for s in dumps if s != "before_optimizations"), key=_dump_step)
+            point = next((i for i, s in enumerate(ordered) if f".after_{point_pass}." in s), None)
+            if point is None or point == 0:
+                raise CompilerFailure(f"pipeline did not reach {point_pass}")
+            module_text = _read_bytes(dumps[ordered[point - 1]]).decode()
     result = describe(strip_stop_marker(module_text))
     result["seconds"] = time.perf_counter() - started
     return result

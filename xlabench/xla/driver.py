@@ -55,6 +55,9 @@ LOAD_KEY = "@load"  # raw text -> canonical module, cached under the text's sha2
 DISABLE_PASSES_VARIABLE = "XLABENCH_DISABLE_PASSES"
 REQUIRED_PASSES_KEY = "@required-passes"
 LOADED_TEXTS_KEPT = 8
+# Compiler-call arguments that only tell the worker which dumps to write (`compiler.run_pass`,
+# `compiler.run_pipeline_to_point`): the result is the same either way, so cache keys leave them out.
+_WHERE_DUMPED = frozenset({"successors", "point_pipeline"})
 # Deaths that come from XLA itself (CHECK failures, faults): they recur on the same input.
 _COMPILER_FAULT_SIGNALS = frozenset(
     {signal.SIGABRT, signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL}
@@ -217,14 +220,17 @@ class PassDriver:
         info = self.catalogue.passes[pass_name]
         path = info.ancestors if pipeline_path is None else tuple(pipeline_path)
         key = instance_key(pass_name, path, occurrence, first=path == info.ancestors and occurrence == 1)
+        disabled = self.catalogue.disabled_for_single_pass(pass_name, path)
+        compiled_off = self.with_compiler_change({"disabled_passes": disabled})["disabled_passes"]
         return self._transition(
             module,
             key,
             "run_pass",
             pass_name=pass_name,
-            disabled_passes=self.catalogue.disabled_for_single_pass(pass_name, path),
+            disabled_passes=disabled,
             pipeline=path[-1] if path else None,
             occurrence=occurrence,
+            successors=self.catalogue.successors(pass_name, path, compiled_off),
         )
 
     def apply_action(self, module: HloModule, action: str) -> tuple[HloModule, int]:
@@ -326,6 +332,7 @@ class PassDriver:
             disabled_passes=disabled,
             point_pass=COUNTING_POINT_PASS,
             sibling_passes=self.catalogue.counting_point_siblings(),
+            point_pipeline=self.catalogue.passes[COUNTING_POINT_PASS].ancestors[-1],
         )
 
     @staticmethod
@@ -336,8 +343,10 @@ class PassDriver:
         catalogue's tables --, the instance of the pass, the counting point) and the version of the
         canonical form; the jaxlib version and the module's fingerprint are keys of their own.
         """
+        # Where the worker finds its dump does not change the result: not in the key.
+        decisive = {name: value for name, value in arguments.items() if name not in _WHERE_DUMPED}
         material = json.dumps(
-            {"function": function, "arguments": arguments, "normalization": NORMALIZATION_VERSION},
+            {"function": function, "arguments": decisive, "normalization": NORMALIZATION_VERSION},
             sort_keys=True,
         )
         return f"{key}|{hashlib.sha256(material.encode()).hexdigest()[:20]}"
