@@ -56,6 +56,13 @@ def test_a_run_only_one_compiler_makes_is_passed_over_when_it_changes_nothing():
     assert found is not None and found.pass_name == "new-pass"
     assert "changes the module on head; the other compiler does not run it there" in found.effect
     assert first_pipeline_difference(base, runs(("p", 1, "cse", "m1"))) is not None  # head stops early
+    # Two no-ops at once, then the same change under run numbers that no longer line up.
+    base = runs(("p", 1, "cse", "m0"), ("p", 1, "algsimp", "m1"))
+    head = runs(("p", 1, "algsimp", "m0"), ("p", 1, "cse", "m0"), ("p", 1, "algsimp", "m1"))
+    assert first_pipeline_difference(base, head) is None
+    # Different runs with the same output (a renamed pass) are not a difference either.
+    renamed = runs(("p", 1, "new-name", "m1"))
+    assert first_pipeline_difference(runs(("p", 1, "old-name", "m1")), renamed) is None
 
 
 def test_a_pass_turned_off_is_named_as_where_the_default_pipelines_part(reference, redundant_module):

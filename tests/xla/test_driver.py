@@ -69,7 +69,21 @@ def test_fixed_point_variant_runs_the_pass_until_it_changes_nothing(fresh_driver
         disabled_passes=disabled,
         pipeline=pipeline[-1],
     )
-    assert itself["fingerprint"] == once.fingerprint
+    narrowed = fresh_driver.call_compiler(
+        "run_pass",
+        "reshape-mover",
+        module,
+        pass_name="reshape-mover",
+        disabled_passes=disabled,
+        pipeline=pipeline[-1],
+        successors=fresh_driver.catalogue.successors("reshape-mover", pipeline, disabled),
+    )
+    assert itself["read_from"] == "pass" and narrowed["read_from"] == "successors"
+    assert itself["fingerprint"] == narrowed["fingerprint"] == once.fingerprint
+    # Where the module was read from is not part of the transition-cache key.
+    arguments = {"pass_name": "reshape-mover", "disabled_passes": disabled}
+    key = PassDriver.cache_key("reshape-mover", "run_pass", arguments)
+    assert PassDriver.cache_key("reshape-mover", "run_pass", {**arguments, "successors": ["x"]}) == key
     assert fresh_driver.apply_pass(fixed, "reshape-mover").fingerprint == fixed.fingerprint
     assert fresh_driver.apply_pass(module, "reshape-mover:fixed-point").fingerprint == fixed.fingerprint
     with pytest.raises(UnknownPassError, match="cse does not first run in a fixed-point pipeline"):

@@ -31,25 +31,40 @@ def test_a_compiled_program_is_stored_once_and_loaded_with_the_same_outputs(
     inputs = random_inputs(mixed_module)
     first = execute(mixed_module, inputs, driver=cached_driver, repeats=2)
     stored = _executables(tmp_path)
-    assert len(stored) == 1 and stored[0].stat().st_size > 0
-    inode = stored[0].stat().st_ino  # a program compiled again would be written to a new file
+    assert not first.from_executable_cache and len(stored) == 1 and stored[0].stat().st_size > 0
     again = execute(mixed_module, inputs, driver=cached_driver, repeats=2)
-    assert _executables(tmp_path) == stored and stored[0].stat().st_ino == inode
-    assert compare_outputs(first.outputs, again.outputs) == []
-    assert all(
-        np.array_equal(a, b, equal_nan=True) for a, b in zip(first.outputs, again.outputs, strict=True)
-    )
+    assert again.from_executable_cache and _executables(tmp_path) == stored
+    assert again.optimized_histogram == first.optimized_histogram
+    pairs = zip(first.outputs, again.outputs, strict=True)
+    assert all(np.array_equal(a, b, equal_nan=True) for a, b in pairs)
     # Other compile options are another program.
     disabled = execute(mixed_module, inputs, driver=cached_driver, required_only=True)
-    assert len(_executables(tmp_path)) == 2 and compare_outputs(first.outputs, disabled.outputs) == []
+    assert not disabled.from_executable_cache and len(_executables(tmp_path)) == 2
+    assert compare_outputs(first.outputs, disabled.outputs) == []
 
 
-def test_a_damaged_file_is_compiled_again_and_replaced(cached_driver, tmp_path, mixed_module):
+@pytest.mark.parametrize("damage", ["garbage", "truncated"])
+def test_a_damaged_file_is_compiled_again_and_replaced(cached_driver, tmp_path, mixed_module, damage):
     inputs = random_inputs(mixed_module)
     first = execute(mixed_module, inputs, driver=cached_driver)
     [stored] = _executables(tmp_path)
     size = stored.stat().st_size
-    stored.write_bytes(b"not an executable")
+    content = stored.read_bytes()
+    stored.write_bytes(b"not an executable" if damage == "garbage" else content[: size // 2])
     again = execute(mixed_module, inputs, driver=cached_driver)
-    assert compare_outputs(first.outputs, again.outputs) == []
+    assert not again.from_executable_cache and compare_outputs(first.outputs, again.outputs) == []
     assert stored.stat().st_size == size
+    assert execute(mixed_module, inputs, driver=cached_driver).from_executable_cache
+
+
+def test_the_cache_can_be_turned_off(tmp_path, monkeypatch, mixed_module):
+    monkeypatch.setenv("XLABENCH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("XLABENCH_EXECUTABLE_CACHE", "0")
+    pool = CompilerPool()
+    try:
+        driver = PassDriver(pool=pool, cache=TransitionCache(str(tmp_path / "transitions.sqlite")))
+        for _ in range(2):
+            assert not execute(mixed_module, random_inputs(mixed_module), driver=driver).from_executable_cache
+    finally:
+        pool.close()
+    assert _executables(tmp_path) == []

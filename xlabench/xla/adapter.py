@@ -141,10 +141,12 @@ def serialize_executable(executable: Any) -> bytes:
 
 
 @_entry_point
-def deserialize_executable(data: bytes) -> Any:
+def deserialize_executable(data: bytes, overrides: dict[str, Any]) -> Any:
     """A loaded executable on the first CPU device from `serialize_executable`'s bytes."""
+    options = xla_client.CompileOptions()
+    options.env_option_overrides = list(overrides.items())
     devices = xla_client.DeviceList(tuple(client().devices()[:1]))
-    return client().deserialize_executable(data, devices, xla_client.CompileOptions())
+    return client().deserialize_executable(data, devices, options)
 
 
 @_entry_point

@@ -51,7 +51,7 @@ class Attribution:
     where: str  # "import" | "default pipeline" | "required passes" | "sequence" | "policy choice"
     pass_name: str | None  # the pass that first made the difference
     pipeline: str | None
-    position: int  # where they part: the pass run (pipeline, in XLA's order) or the step (sequence), from 0
+    position: int  # where they part: the step of the side-by-side walk (pipeline) or of the sequence, from 0
     effect: str  # what that pass did differently, in words
 
     def describe(self) -> str:
@@ -86,8 +86,9 @@ def first_pipeline_difference(
 
     Both lists are walked from the same start, while the module is the same on both. A run both
     compilers make next is judged by its output. Where they make different runs next (a pass one of
-    them lacks, a round of a fixed-point loop the other did not need), a run that changed nothing is
-    passed over; a run that changed the module is the culprit.
+    them lacks, a round of a fixed-point loop the other did not need), runs that changed nothing are
+    passed over, and so are two runs that gave the same module; a run that changed the module alone
+    is the culprit.
     """
     if base.start != head.start:
         return Attribution("import", None, None, 0, "the compilers import the module differently")
@@ -107,8 +108,12 @@ def first_pipeline_difference(
             current = nexts["base"][1]
             index = {side: position + 1 for side, position in index.items()}
         else:
-            idle = next((side for side, (_, after) in nexts.items() if after == current), None)
-            if idle is None:  # every next run changes the module: a run the other does not make goes first
+            idle = [side for side, (_, after) in nexts.items() if after == current]
+            if not idle and len(nexts) == 2 and nexts["base"][1] == nexts["head"][1]:
+                # Different runs, the same module out (a renamed pass, another instance): still equal.
+                current = nexts["base"][1]
+                idle = list(nexts)
+            if not idle:  # every next run changes the module: a run the other does not make goes first
                 later = {
                     side: any(r == run for r, _ in sides[_other(side)][index[_other(side)] :])
                     for side, (run, _) in nexts.items()
@@ -124,7 +129,8 @@ def first_pipeline_difference(
                     f"{run} changes the module on {side}; the other compiler {there}"
                     + (f" (its next run: {nexts[other][0]})" if other in nexts else ""),
                 )
-            index[idle] += 1  # a run that changed nothing: it cannot be where they part
+            for side in idle:  # runs that changed nothing cannot be where the compilers part
+                index[side] += 1
         step += 1
 
 

@@ -352,6 +352,7 @@ def run_pass(
     anywhere when `pipeline` is None): XLA may add one pass several times with different options.
     When XLA's module is byte for byte the same before and after the pass, the answer is
     {"unchanged": True}: the input stands as it is (and canonicalizing it again is skipped).
+    "read_from" says which dumps gave the module: "successors" or, failing them, "pass".
 
     `successors` (`PassCatalogue.successors`) name what runs right after the pass in `pipeline`:
     only the dumps "before" them in that pipeline are written, one a run. Dumping the pass itself
@@ -360,12 +361,13 @@ def run_pass(
     """
     started = time.perf_counter()
     overrides = {"xla_disable_hlo_passes": ",".join(disabled_passes)}
-    dumped = None
+    dumped, read_from = None, "successors"
     if successors and pipeline is not None:
         narrow = {**overrides, "xla_dump_hlo_pipeline_re": f"^{re.escape(pipeline)}$"}
         regex = "^(" + "|".join(re.escape(name) for name in successors) + ")$"
-        dumped = _run_dumped(text, narrow, regex, pass_name, pipeline, occurrence)
-    if dumped is None:  # no successors given, or none of them followed the run: dump the pass itself
+        dumped = _run_dumped(text, narrow, regex, pass_name, pipeline, occurrence, successors)
+    if dumped is None:  # no successors given, or not what followed the pass: dump the pass itself
+        read_from = "pass"
         dumped = _run_dumped(text, overrides, f"^{re.escape(pass_name)}$", pass_name, pipeline, occurrence)
     if dumped is None:
         where = f" in pipeline {pipeline}" if pipeline is not None else ""
@@ -373,23 +375,35 @@ def run_pass(
     given, chosen = dumped
     # Every other pass is off, so the module XLA started from is the one the pass was given.
     if given == chosen:
-        return {"unchanged": True, "seconds": time.perf_counter() - started}
+        return {"unchanged": True, "seconds": time.perf_counter() - started, "read_from": read_from}
     result = describe(strip_stop_marker(chosen))
-    result["seconds"] = time.perf_counter() - started
+    result.update(seconds=time.perf_counter() - started, read_from=read_from)
     return result
 
 
 def _run_dumped(
-    text: str, overrides: dict[str, Any], regex: str, pass_name: str, pipeline: str | None, occurrence: int
+    text: str,
+    overrides: dict[str, Any],
+    regex: str,
+    pass_name: str,
+    pipeline: str | None,
+    occurrence: int,
+    successors: list[str] | None = None,
 ) -> tuple[str | None, str] | None:
-    """Compile with dumps; (the module XLA started from, the module after the chosen run) or None."""
+    """Compile with dumps; (the module XLA started from, the module after the chosen run) or None.
+
+    With `successors`, None also when the pass's dumps are not followed by every one of them: what
+    XLA runs after the pass is then not what the catalogue says, and the chosen run could be another.
+    """
     with _dumps_until_stop(text, overrides, regex, as_text=True) as dumps:
         after = sorted((s for s in dumps if f".after_{pass_name}." in s), key=_dump_step)
         if pipeline is not None:
             # Dump names spell the running pipeline with underscores: "0003.simplification.after_dce...".
             dumped_name = pipeline.replace(" ", "_")
             after = [s for s in after if s.split(".", 2)[1] == dumped_name]
-        if len(after) < occurrence:
+        followed = {s.rsplit(".before_", 1)[-1] for s in after}  # spaces spelled as underscores
+        expected = {name.replace(" ", "_") for name in successors or ()}
+        if len(after) < occurrence or not followed.issuperset(expected):
             return None
         given = dumps.get("before_optimizations")
         return (
@@ -622,10 +636,10 @@ def compile_and_run_interleaved(
     for text, disabled_passes in programs:
         started = time.perf_counter()
         overrides = {"xla_disable_hlo_passes": ",".join(disabled_passes)} if disabled_passes else {}
-        executable, _ = executable_cache.compiled(
+        executable, loaded = executable_cache.compiled(
             text, overrides, functools.partial(_compile, text, overrides)
         )
-        compiled.append((executable, time.perf_counter() - started))
+        compiled.append((executable, time.perf_counter() - started, loaded))
 
     def run_once(executable: Any) -> list[Any]:
         return adapter.execute(executable, buffers)
@@ -633,11 +647,12 @@ def compile_and_run_interleaved(
     answers: list[dict[str, Any]] = []
     try:
         with _one_core():
-            for executable, compile_seconds in compiled:
+            for executable, compile_seconds, loaded in compiled:
                 answers.append(
                     {
                         "outputs": [np.asarray(array) for array in run_once(executable)],
                         "compile_seconds": compile_seconds,
+                        "from_executable_cache": loaded,
                         "run_seconds": [],
                         "optimized_histogram": _reachable_histograms(
                             to_text(adapter.optimized_module(executable))
@@ -645,14 +660,14 @@ def compile_and_run_interleaved(
                     }
                 )
             for _ in range(warmup):
-                for executable, _ in compiled:
+                for executable, _, _ in compiled:
                     run_once(executable)
             rounds = 0
             while rounds < repeats or (
                 rounds < MAX_TIMED_ROUNDS
                 and min(sum(answer["run_seconds"]) for answer in answers) < min_seconds
             ):
-                for (executable, _), answer in zip(compiled, answers, strict=True):
+                for (executable, _, _), answer in zip(compiled, answers, strict=True):
                     begun = time.perf_counter()
                     run_once(executable)
                     answer["run_seconds"].append(time.perf_counter() - begun)

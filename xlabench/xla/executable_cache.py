@@ -19,6 +19,7 @@ import json
 import os
 import platform
 import tempfile
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -27,11 +28,15 @@ from xlabench.xla.cache import cache_directory
 
 DEFAULT_MAX_MEGABYTES = 2048
 _SUFFIX = ".executable"
+# A file is this header, the sha256 of the payload, then the payload: a truncated or foreign file is
+# recognised before XLA is handed its bytes.
+_MAGIC = b"xlabench-executable-1\n"
+_STALE_TEMPORARY_SECONDS = 3600  # a temporary file this old was left by a worker killed mid-write
 
 
 @functools.cache
 def _machine() -> str:
-    """What code generation depends on here: the architecture and the CPU's model and flags."""
+    """What code generation depends on here: the architecture, the CPU's model and flags, the usable cores."""
     details = [platform.machine()]
     try:
         with open("/proc/cpuinfo") as handle:
@@ -40,6 +45,10 @@ def _machine() -> str:
             )
     except OSError:
         details.append(platform.processor())
+    try:
+        details.append(f"cores {len(os.sched_getaffinity(0))}")
+    except (AttributeError, OSError):
+        details.append(f"cores {os.cpu_count()}")
     return "\n".join(details)
 
 
@@ -66,35 +75,59 @@ def executable_key(text: str, overrides: dict[str, Any]) -> str:
 def compiled(text: str, overrides: dict[str, Any], compile_text: Callable[[], Any]) -> tuple[Any, bool]:
     """The executable of `text` under `overrides`: from the cache, else `compile_text()` (then stored).
 
-    Returns (executable, whether it came from the cache).
+    Returns (executable, whether it came from the cache). A program just compiled is stored and then
+    loaded back, so that every timed program is one loaded from bytes, never a mix of the two kinds.
+    Storing is best effort: a full disk or a read-only folder costs the cache, not the compile.
     """
     if not enabled():
         return compile_text(), False
     path = os.path.join(_directory(), executable_key(text, overrides) + _SUFFIX)
+    payload = _read(path)
+    if payload is not None:
+        try:
+            executable = adapter.deserialize_executable(payload, overrides)
+            with contextlib.suppress(OSError):
+                os.utime(path)  # recently used: kept longest
+            return executable, True
+        except Exception:  # bytes this jaxlib does not take (or cannot load at all): compile again
+            _remove(path)
+    executable = compile_text()
+    try:
+        payload = adapter.serialize_executable(executable)
+        loaded = adapter.deserialize_executable(payload, overrides)
+    except Exception:  # a program (or a jaxlib) that cannot go through bytes: it is simply not kept
+        return executable, False
+    with contextlib.suppress(OSError):
+        _write(path, payload)
+        _evict(os.path.dirname(path))
+    return loaded, False
+
+
+def _read(path: str) -> bytes | None:
+    """The payload stored at `path`, or None (missing, truncated or foreign: then removed)."""
     try:
         with open(path, "rb") as handle:
             data = handle.read()
-        executable = adapter.deserialize_executable(data)
-        os.utime(path)  # recently used: kept longest
-        return executable, True
-    except FileNotFoundError:
-        pass
-    except Exception:  # a truncated or foreign file: compile again and replace it
+    except OSError:
+        return None
+    header = len(_MAGIC) + 32
+    if data[: len(_MAGIC)] != _MAGIC or hashlib.sha256(data[header:]).digest() != data[len(_MAGIC) : header]:
         _remove(path)
-    executable = compile_text()
-    try:
-        data = adapter.serialize_executable(executable)
-    except Exception:  # a jaxlib that cannot serialize this executable: it is simply not kept
-        return executable, False
+        return None
+    return data[header:]
+
+
+def _write(path: str, payload: bytes) -> None:
+    """Write header, digest and payload to a temporary file, then rename it into place."""
     descriptor, temporary = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
     try:
         with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
+            handle.write(_MAGIC + hashlib.sha256(payload).digest() + payload)
+            handle.flush()
+            os.fsync(handle.fileno())
         os.replace(temporary, path)
     finally:
         _remove(temporary)
-    _evict(os.path.dirname(path))
-    return executable, False
 
 
 def _remove(path: str) -> None:
@@ -104,15 +137,18 @@ def _remove(path: str) -> None:
 
 
 def _evict(directory: str) -> None:
-    """Drop the least recently used files until the folder fits its limit."""
+    """Drop the least recently used files until the folder fits its limit, and stale temporary files."""
     limit = float(os.environ.get("XLABENCH_EXECUTABLE_CACHE_MAX_MB", DEFAULT_MAX_MEGABYTES)) * 1024 * 1024
     entries = []
+    now = time.time()
     for entry in os.scandir(directory):
-        if entry.name.endswith(_SUFFIX):
-            try:
-                status = entry.stat()
-            except FileNotFoundError:
-                continue
+        try:
+            status = entry.stat()
+        except FileNotFoundError:
+            continue
+        if entry.name.endswith(".tmp") and now - status.st_mtime > _STALE_TEMPORARY_SECONDS:
+            _remove(entry.path)
+        elif entry.name.endswith(_SUFFIX):
             entries.append((status.st_mtime, status.st_size, entry.path))
     total = sum(size for _, size, _ in entries)
     for _, size, path in sorted(entries):

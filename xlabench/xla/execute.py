@@ -41,6 +41,7 @@ class Execution:
     run_seconds: list[float]
     # Opcode counts of the module XLA generated code for, after every pass it ran.
     optimized_histogram: dict[str, int]
+    from_executable_cache: bool = False  # loaded, not compiled (`xlabench.xla.executable_cache`)
 
     @property
     def median_run_seconds(self) -> float:
@@ -175,7 +176,11 @@ def _sequence_program(
 
 def _execution(answer: dict) -> Execution:
     return Execution(
-        answer["outputs"], answer["compile_seconds"], answer["run_seconds"], answer["optimized_histogram"]
+        answer["outputs"],
+        answer["compile_seconds"],
+        answer["run_seconds"],
+        answer["optimized_histogram"],
+        answer.get("from_executable_cache", False),
     )
 
 
