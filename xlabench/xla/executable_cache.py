@@ -75,8 +75,9 @@ def executable_key(text: str, overrides: dict[str, Any]) -> str:
 def compiled(text: str, overrides: dict[str, Any], compile_text: Callable[[], Any]) -> tuple[Any, bool]:
     """The executable of `text` under `overrides`: from the cache, else `compile_text()` (then stored).
 
-    Returns (executable, whether it came from the cache). A program just compiled is stored and then
-    loaded back, so that every timed program is one loaded from bytes, never a mix of the two kinds.
+    Returns (executable, whether it came from the cache). A loaded program is the compiled one's
+    machine code (its outputs and optimized module are the same: tests/xla/test_executable_cache.py);
+    loading a fresh compile back only to time it would cost a cold run a deserialization a program.
     Storing is best effort: a full disk or a read-only folder costs the cache, not the compile.
     """
     if not enabled():
@@ -94,13 +95,12 @@ def compiled(text: str, overrides: dict[str, Any], compile_text: Callable[[], An
     executable = compile_text()
     try:
         payload = adapter.serialize_executable(executable)
-        loaded = adapter.deserialize_executable(payload, overrides)
     except Exception:  # a program (or a jaxlib) that cannot go through bytes: it is simply not kept
         return executable, False
     with contextlib.suppress(OSError):
         _write(path, payload)
         _evict(os.path.dirname(path))
-    return loaded, False
+    return executable, False
 
 
 def _read(path: str) -> bytes | None:
@@ -122,9 +122,8 @@ def _write(path: str, payload: bytes) -> None:
     descriptor, temporary = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
     try:
         with os.fdopen(descriptor, "wb") as handle:
+            # No fsync: a file cut short by a crash fails its digest and is compiled again.
             handle.write(_MAGIC + hashlib.sha256(payload).digest() + payload)
-            handle.flush()
-            os.fsync(handle.fileno())
         os.replace(temporary, path)
     finally:
         _remove(temporary)
