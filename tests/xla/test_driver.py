@@ -61,27 +61,15 @@ def test_fixed_point_variant_runs_the_pass_until_it_changes_nothing(fresh_driver
     # dumps of the pass itself give the very same module.
     pipeline = fresh_driver.catalogue.passes["reshape-mover"].ancestors
     disabled = fresh_driver.catalogue.disabled_for_single_pass("reshape-mover")
-    itself = fresh_driver.call_compiler(
-        "run_pass",
-        "reshape-mover",
-        module,
-        pass_name="reshape-mover",
-        disabled_passes=disabled,
-        pipeline=pipeline[-1],
-    )
-    narrowed = fresh_driver.call_compiler(
-        "run_pass",
-        "reshape-mover",
-        module,
-        pass_name="reshape-mover",
-        disabled_passes=disabled,
-        pipeline=pipeline[-1],
-        successors=fresh_driver.catalogue.successors("reshape-mover", pipeline, disabled),
+    arguments = {"pass_name": "reshape-mover", "disabled_passes": disabled, "pipeline": pipeline[-1]}
+    successors = fresh_driver.catalogue.successors("reshape-mover", pipeline, disabled)
+    itself, narrowed = (
+        fresh_driver.call_compiler("run_pass", "reshape-mover", module, **arguments, **extra)
+        for extra in ({}, {"successors": successors})
     )
     assert itself["read_from"] == "pass" and narrowed["read_from"] == "successors"
     assert itself["fingerprint"] == narrowed["fingerprint"] == once.fingerprint
     # Where the module was read from is not part of the transition-cache key.
-    arguments = {"pass_name": "reshape-mover", "disabled_passes": disabled}
     key = PassDriver.cache_key("reshape-mover", "run_pass", arguments)
     assert PassDriver.cache_key("reshape-mover", "run_pass", {**arguments, "successors": ["x"]}) == key
     assert fresh_driver.apply_pass(fixed, "reshape-mover").fingerprint == fixed.fingerprint
