@@ -119,13 +119,17 @@ def from_stablehlo(stablehlo: Any) -> Any:
     return computation.get_hlo_module()
 
 
+def _first_device_and_options(overrides: dict[str, Any]) -> tuple[Any, Any]:
+    """The first CPU device (as a device list) and compile options carrying DebugOptions overrides."""
+    options = xla_client.CompileOptions()
+    options.env_option_overrides = list(overrides.items())
+    return xla_client.DeviceList(tuple(client().devices()[:1])), options
+
+
 @_entry_point
 def compile_stablehlo(stablehlo: Any, overrides: dict[str, Any]) -> Any:
     """Compile for the first CPU device with DebugOptions overrides; the loaded executable."""
-    options = xla_client.CompileOptions()
-    options.env_option_overrides = list(overrides.items())
-    devices = xla_client.DeviceList(tuple(client().devices()[:1]))
-    return client().compile_and_load(stablehlo, devices, options)
+    return client().compile_and_load(stablehlo, *_first_device_and_options(overrides))
 
 
 @_entry_point
@@ -143,10 +147,7 @@ def serialize_executable(executable: Any) -> bytes:
 @_entry_point
 def deserialize_executable(data: bytes, overrides: dict[str, Any]) -> Any:
     """A loaded executable on the first CPU device from `serialize_executable`'s bytes."""
-    options = xla_client.CompileOptions()
-    options.env_option_overrides = list(overrides.items())
-    devices = xla_client.DeviceList(tuple(client().devices()[:1]))
-    return client().deserialize_executable(data, devices, options)
+    return client().deserialize_executable(data, *_first_device_and_options(overrides))
 
 
 @_entry_point
