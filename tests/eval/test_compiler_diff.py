@@ -8,6 +8,7 @@ import pytest
 
 from conftest import SECOND_RELEASE
 from xlabench.cli import main
+from xlabench.eval.compiler_diff import GraphDiff
 from xlabench.xla.compilers import COMPILERS_DIRECTORY_VARIABLE
 from xlabench.xla.releases import REFERENCE_JAXLIB
 
@@ -53,3 +54,24 @@ def test_a_diff_of_one_compiler_with_itself_is_one_line(capsys):
     assert capsys.readouterr().err.strip() == (
         f"xlabench: error: base and head are both jaxlib {REFERENCE_JAXLIB}: nothing to diff"
     )
+
+
+def _graph_diff(D: list[int], R: list[int]) -> GraphDiff:
+    return GraphDiff(
+        name="g", family="f", D=D, R=R, sequences=[["cse"], ["cse"]], runtime_ratio=[None, None],
+        errors=[None, None],
+        changed_by={"default": {"summary": "gemv-rewriter (default pipeline)"},
+                    "policy": {"summary": "tree_reduction_rewriter (sequence)"}},
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("D", "R", "named"),
+    [
+        ([299, 313], [299, 299], "gemv-rewriter (default pipeline)"),  # only D rose: XLA's pipeline
+        ([299, 299], [299, 313], "tree_reduction_rewriter (sequence)"),  # only R rose: the sequence
+        ([99, 100], [98, 100], "gemv-rewriter (default pipeline); tree_reduction_rewriter (sequence)"),
+    ],
+)
+def test_a_regression_names_the_pass_behind_each_count_that_rose(D, R, named):
+    assert _graph_diff(D, R).regression_culprit(0.0) == named

@@ -64,6 +64,18 @@ class GraphDiff:
         ]
         return ", ".join(reasons) or None
 
+    def regression_culprit(self, tolerance: float) -> str | None:
+        """The pass that made each risen count differ: D's in XLA's pipeline, R's in the sequence."""
+        risen = [
+            kind
+            for kind, (base, head) in (("default", self.D), ("policy", self.R))
+            if base is not None and head is not None and head > base * (1 + tolerance)
+        ]
+        # Failing on head only: the sequence's culprit, else the pipeline's.
+        kinds = risen or [kind for kind in ("policy", "default") if self.changed_by.get(kind)][:1]
+        summaries = [self.changed_by[kind]["summary"] for kind in kinds if self.changed_by.get(kind)]
+        return "; ".join(summaries) or None
+
     def to_dict(self) -> dict[str, Any]:
         """The graph's entry of the JSON document."""
         return {
@@ -100,8 +112,8 @@ class CompilerDiff:
         for graph in self.graphs:
             reason = graph.regression(self.tolerance)
             if reason:
-                culprit = graph.changed_by.get("policy") or graph.changed_by.get("default") or {}
-                found.append({"name": graph.name, "why": reason, "changed_by": culprit.get("summary")})
+                culprit = graph.regression_culprit(self.tolerance)
+                found.append({"name": graph.name, "why": reason, "changed_by": culprit})
         return found
 
     def outputs_differ(self) -> list[str]:
