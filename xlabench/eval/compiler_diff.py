@@ -57,20 +57,20 @@ class GraphDiff:
         """Why this graph regressed on head (D or R up beyond the tolerance, or failing on head only)."""
         if self.errors[1] and not self.errors[0]:
             return f"fails on head: {self.errors[1]}"
-        reasons = [
-            f"{label} {base} -> {head}"
-            for label, (base, head) in (("D", self.D), ("R", self.R))
+        reasons = [f"{label} {base} -> {head}" for label, _, base, head in self._risen(tolerance)]
+        return ", ".join(reasons) or None
+
+    def _risen(self, tolerance: float) -> list[tuple[str, str, int, int]]:
+        """(label, attribution kind, base, head) of each count that rose beyond the tolerance."""
+        return [
+            (label, kind, base, head)
+            for label, kind, (base, head) in (("D", "default", self.D), ("R", "policy", self.R))
             if base is not None and head is not None and head > base * (1 + tolerance)
         ]
-        return ", ".join(reasons) or None
 
     def regression_culprit(self, tolerance: float) -> str | None:
         """The pass that made each risen count differ: D's in XLA's pipeline, R's in the sequence."""
-        risen = [
-            kind
-            for kind, (base, head) in (("default", self.D), ("policy", self.R))
-            if base is not None and head is not None and head > base * (1 + tolerance)
-        ]
+        risen = [kind for _, kind, _, _ in self._risen(tolerance)]
         # Failing on head only: the sequence's culprit, else the pipeline's.
         kinds = risen or [kind for kind in ("policy", "default") if self.changed_by.get(kind)][:1]
         summaries = [self.changed_by[kind]["summary"] for kind in kinds if self.changed_by.get(kind)]

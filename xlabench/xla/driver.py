@@ -247,8 +247,8 @@ class PassDriver:
         to do. A failing first run raises; a later one ends the loop there (counted as a run).
         Why not XLA's own fixed-point pipeline in one compile: reshape-mover alone in it never
         settles on XLA's in-memory module (25 iterations, the module growing each time), while through
-        xlabench's canonical form between runs it mostly settles in a few (not on every graph: on
-        t5-train-l3-d128 bf16 it reaches the limit, docs/measurements.md).
+        xlabench's canonical form between runs it mostly settles in a few
+        (not on every graph: some reach the limit).
         """
         runs = 0
         current = module
