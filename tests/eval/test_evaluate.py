@@ -121,9 +121,16 @@ def test_a_graph_whose_outputs_differ_is_counted_and_named_in_the_report():
 
     row = {"name": "g", "family": "f", "I": 10, "D": 8, "R": 8, "vs_default": 1.0, "reduction_ratio": 1.0,
            "runtime_ratio": None, "sequence": ["algsimp"], "calls": 3, "seconds": 1.0}  # fmt: skip
-    differing = {**row, "name": "h", "error": "outputs differ from XLA's default executable: output 0 ..."}
-    summary = summarize([row, differing])
-    assert (summary["failed"], summary["outputs_differ"]) == (0, 1)
-    table = markdown("t", [row, differing], summary)
+    problem = "output 0 (float32[4]): 1 of 4 elements differ, largest difference 1"
+    differing = {**row, "name": "h", "error": f"outputs differ from XLA's default executable: {problem}",
+                 "outputs_differ": [problem]}  # fmt: skip
+    # Counted, then the executable failed: neither compared nor timed, and not called a difference.
+    failure = "compiler error in pass @required-passes: execution failed: ..."
+    unexecuted = {**row, "name": "k", "error": failure}
+    summary = summarize([row, differing, unexecuted])
+    assert (summary["failed"], summary["outputs_differ"], summary["not_executed"]) == (0, 1, 1)
+    table = markdown("t", [row, differing, unexecuted], summary)
     assert "| h | 10 | 8 | 8 | 1.0000 | 1.000 | outputs differ | 3 | algsimp |" in table
-    assert table.rstrip().endswith("- h: outputs differ from XLA's default executable: output 0 ...")
+    assert "| k | 10 | 8 | 8 | 1.0000 | 1.000 | not executed | 3 | algsimp |" in table
+    assert f"- h: outputs differ from XLA's default executable: {problem}\n" in table
+    assert table.rstrip().endswith(f"- k: {failure}")

@@ -43,6 +43,12 @@ def grouped_bf16_conv_module() -> HloModule:
 
 
 @pytest.fixture(scope="session")
+def donated_step_module() -> HloModule:
+    """JAX-lowered training step with `donate_argnums=0`: its parameters alias its outputs."""
+    return HloModule.from_file(DATA / "donated_step.hlo")
+
+
+@pytest.fixture(scope="session")
 def spin_module() -> HloModule:
     """A while loop whose condition is always true: compiling it is quick, running it never ends."""
     return HloModule.from_file(DATA / "spin.hlo")

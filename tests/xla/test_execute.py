@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from xlabench.xla import default_driver
-from xlabench.xla.execute import compare_outputs, execute, random_inputs
+from xlabench.xla.execute import compare_outputs, execute, execute_against_default, random_inputs
+from xlabench.xla.structure import donated_parameters
 
 
 def test_random_inputs_are_deterministic_and_typed(mixed_module):
@@ -54,6 +55,33 @@ def test_required_only_executable_gets_xlas_post_layout_cleanup(mixed_module):
     cleaned = sum(executed.optimized_histogram.values())
     assert cleaned < sum(without_cleanup["optimized_histogram"].values())
     assert compare_outputs(execute(mixed_module, inputs).outputs, executed.outputs) == []
+
+
+def test_a_step_with_donated_buffers_runs_against_the_default_again_and_again(donated_step_module):
+    # Each run consumes the donated parameters' buffers: every run needs copies of its own.
+    driver = default_driver()
+    inputs = random_inputs(donated_step_module, seed=1)
+    kept = [value.copy() for value in inputs]
+    optimized = driver.apply_passes(donated_step_module, ["call-inliner", "algsimp", "cse", "dce"])[-1].module
+    applied = ["call-inliner", "algsimp", "cse", "dce"]
+    sequence, default = execute_against_default(
+        optimized, applied, donated_step_module, inputs, repeats=3, warmup=1, driver=driver
+    )
+    assert compare_outputs(default.outputs, sequence.outputs) == []
+    assert len(sequence.run_seconds) == len(default.run_seconds) == 3
+    assert all(np.array_equal(a, b) for a, b in zip(inputs, kept, strict=True))  # inputs untouched
+    # The update is what the step computes from the inputs, not from a buffer an earlier run overwrote.
+    again = execute(donated_step_module, inputs, repeats=2).outputs
+    assert compare_outputs(default.outputs, again) == []
+
+
+def test_donated_parameters_are_read_from_the_alias_header():
+    header = (
+        "HloModule m, input_output_alias={ {0}: (0, {}, may-alias), {1, 2}: (3, {1}, must-alias) }, "
+        "entry_computation_layout={(f32[])->f32[]}"
+    )
+    assert donated_parameters(header) == {0, 3}
+    assert donated_parameters("HloModule m, entry_computation_layout={()->()}") == frozenset()
 
 
 def test_compare_outputs_finds_a_changed_element_and_a_wrong_dtype():

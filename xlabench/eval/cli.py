@@ -126,7 +126,7 @@ def run_eval(args: argparse.Namespace) -> int:
         write_atomically(args.json, json.dumps(document, indent=1).encode())
     if args.report:
         write_report(args.report, f"xlabench eval --policy {label} --graphs {args.graphs}", rows, summary)
-    return 0 if summary["failed"] == 0 and summary["outputs_differ"] == 0 else 1
+    return 0 if summary["failed"] == summary["outputs_differ"] == summary["not_executed"] == 0 else 1
 
 
 def _run_description(
@@ -151,7 +151,8 @@ def _print_table(policy: str, rows: list[dict[str, Any]], summary: dict[str, Any
             print(f"{row['name']:52} FAILED: {row.get('error')}")
             continue
         runtime = "-" if row["runtime_ratio"] is None else f"{row['runtime_ratio']:.3f}"
-        runtime = "differs" if "error" in row else runtime
+        if "error" in row:
+            runtime = "differs" if "outputs_differ" in row else "error"
         print(
             f"{row['name']:52} {row['I']:6} {row['D']:6} {row['R']:6} {row['vs_default']:10.4f} "
             f"{runtime:>8} {row['calls']:6}"
@@ -169,6 +170,7 @@ def _print_table(policy: str, rows: list[dict[str, Any]], summary: dict[str, Any
         f"{policy}: {summary['graphs']} graphs, geomean vs_default "
         f"{'-' if value is None else f'{value:.4f}'}, {summary['calls']} compiler calls, "
         f"{summary['failed']} failed, {summary['outputs_differ']} with outputs that differ"
+        + (f", {summary['not_executed']} not executed" if summary["not_executed"] else "")
     )
     for row in rows:
         if "error" in row and row.get("vs_default") is not None:

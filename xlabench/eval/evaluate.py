@@ -278,7 +278,9 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "graphs": len(selected),
             "failed": len(selected) - len(measured),
             # Counted, but the sequence's executable computed something else than XLA's default.
-            "outputs_differ": sum("error" in row for row in measured),
+            "outputs_differ": sum("outputs_differ" in row for row in measured),
+            # Counted, but an executable could not be built or run: nothing was compared or timed.
+            "not_executed": sum("error" in row and "outputs_differ" not in row for row in measured),
             "geomean_vs_default": geomean([row["vs_default"] for row in measured]),
             "geomean_reduction_ratio": geomean(reductions),
             "geomean_runtime_ratio": geomean(runtimes),

@@ -35,15 +35,22 @@ def markdown(title: str, rows: list[dict[str, Any]], summary: dict[str, Any]) ->
             lines.append(f"| {row['name']} | failed: {row.get('error', '')} |||||||")
             continue
         sequence = " ".join(row["sequence"])
-        runtime = "outputs differ" if "error" in row else _figure(row["runtime_ratio"], 3)
+        runtime = _figure(row["runtime_ratio"], 3)
+        if "error" in row:
+            runtime = "outputs differ" if "outputs_differ" in row else "not executed"
         lines.append(
             f"| {row['name']} | {row['I']} | {row['D']} | {row['R']} | {row['vs_default']:.4f} | "
             f"{_figure(row['reduction_ratio'], 3)} | {runtime} | {row['calls']} | {sequence} |"
         )
-    differ = [row for row in rows if "error" in row and row.get("vs_default") is not None]
+    differ = [row for row in rows if "outputs_differ" in row and row.get("vs_default") is not None]
     if differ:
         lines += ["", "Outputs that differ from XLA's default executable (same inputs, dtype tolerance):", ""]
         lines += [f"- {row['name']}: {row['error']}" for row in differ]
+    counted = [row for row in rows if row.get("vs_default") is not None]
+    unexecuted = [row for row in counted if "error" in row and "outputs_differ" not in row]
+    if unexecuted:
+        lines += ["", "Counted, but an executable could not be built or run:", ""]
+        lines += [f"- {row['name']}: {row['error']}" for row in unexecuted]
     return "\n".join(lines) + "\n"
 
 

@@ -43,6 +43,7 @@ from xlabench.xla.structure import (
     COMPUTATION_HEADER,
     INSTRUCTION,
     callees,
+    donated_parameters,
     normalized_text_and_fingerprint,
     split_computations,
     structural_fingerprint,
@@ -631,7 +632,8 @@ def compile_and_run_interleaved(
     hundreds of runs for a stable median on a busy machine. Answers come in order: the module, then others.
     """
     programs = [(text, disabled_passes), *others]
-    buffers = [adapter.put_on_device(np.asarray(value)) for value in inputs]
+    values = [np.asarray(value) for value in inputs]
+    buffers = [adapter.put_on_device(value) for value in values]
     compiled = []
     for text, disabled_passes in programs:
         started = time.perf_counter()
@@ -639,37 +641,46 @@ def compile_and_run_interleaved(
         executable, loaded = executable_cache.compiled(
             text, overrides, functools.partial(_compile, text, overrides)
         )
-        compiled.append((executable, time.perf_counter() - started, loaded))
+        optimized = to_text(adapter.optimized_module(executable))
+        compiled.append((executable, time.perf_counter() - started, loaded, optimized))
 
-    def run_once(executable: Any) -> list[Any]:
-        return adapter.execute(executable, buffers)
+    def arguments(optimized: str) -> list[Any]:
+        """The buffers for one run: a donated parameter gets a fresh copy (its buffer is consumed)."""
+        donated = donated_parameters(optimized)
+        if not donated:
+            return buffers
+        return [
+            adapter.put_on_device(np.array(value, copy=True)) if index in donated else buffer
+            for index, (value, buffer) in enumerate(zip(values, buffers, strict=True))
+        ]
 
     answers: list[dict[str, Any]] = []
     try:
         with _one_core():
-            for executable, compile_seconds, loaded in compiled:
+            for executable, compile_seconds, loaded, optimized in compiled:
                 answers.append(
                     {
-                        "outputs": [np.asarray(array) for array in run_once(executable)],
+                        "outputs": [
+                            np.asarray(array) for array in adapter.execute(executable, arguments(optimized))
+                        ],
                         "compile_seconds": compile_seconds,
                         "from_executable_cache": loaded,
                         "run_seconds": [],
-                        "optimized_histogram": _reachable_histograms(
-                            to_text(adapter.optimized_module(executable))
-                        )[0],
+                        "optimized_histogram": _reachable_histograms(optimized)[0],
                     }
                 )
             for _ in range(warmup):
-                for executable, _, _ in compiled:
-                    run_once(executable)
+                for executable, _, _, optimized in compiled:
+                    adapter.execute(executable, arguments(optimized))
             rounds = 0
             while rounds < repeats or (
                 rounds < MAX_TIMED_ROUNDS
                 and min(sum(answer["run_seconds"]) for answer in answers) < min_seconds
             ):
-                for (executable, _, _), answer in zip(compiled, answers, strict=True):
+                for (executable, _, _, optimized), answer in zip(compiled, answers, strict=True):
+                    run_arguments = arguments(optimized)  # copies made before the clock starts
                     begun = time.perf_counter()
-                    run_once(executable)
+                    adapter.execute(executable, run_arguments)
                     answer["run_seconds"].append(time.perf_counter() - begun)
                 rounds += 1
     except UnsupportedCompiler:
