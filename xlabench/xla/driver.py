@@ -24,6 +24,7 @@ import json
 import os
 import re
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterable
@@ -45,6 +46,7 @@ from xlabench.xla.catalogue import (
     load_catalogue,
 )
 from xlabench.xla.compilers import Compiler
+from xlabench.xla.elided_constants import fill_elided_constants
 from xlabench.xla.features import Features
 from xlabench.xla.module import HloModule
 from xlabench.xla.structure import NORMALIZATION_VERSION
@@ -111,6 +113,7 @@ class PassDriver:
         self._fixed_points: set[tuple[str, str]] = set()
         # Recently loaded texts (sha256 -> describe's answer): an eval row and its rollout load one graph.
         self._loaded: collections.OrderedDict[str, dict[str, Any]] = collections.OrderedDict()
+        self._warned_elided: set[str] = set()
         self._lock = threading.Lock()
         # Compiler calls so far: answered by XLA in a worker, or by the transition cache.
         self.calls = {"xla": 0, "cached": 0}
@@ -126,7 +129,19 @@ class PassDriver:
         return self.catalogue.jaxlib_version
 
     def load(self, text: str, source: str = "<text>") -> HloModule:
-        """Canonicalize HLO text with XLA; malformed text raises UserInputError naming `source`."""
+        """Canonicalize HLO text with XLA; malformed text raises UserInputError naming `source`.
+
+        Elided constants (`{...}`) are first given deterministic values (`xlabench.xla.elided_constants`),
+        with one warning per source.
+        """
+        text, elided = fill_elided_constants(text, source)
+        if elided and source not in self._warned_elided:
+            self._warned_elided.add(source)
+            print(
+                f"xlabench: warning: {source}: {elided} constant(s) printed without values ({{...}}) filled "
+                "with xlabench's deterministic values: counts and runtimes hold, outputs are not the model's",
+                file=sys.stderr,
+            )
         digest = _text_sha256(text)
         with self._lock:
             description = self._loaded.get(digest)
