@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     from xlabench.policies import cli as policies_cli
     from xlabench.xla import bench as xla_bench
     from xlabench.xla import cli as xla_cli
+    from xlabench.xla import scaling as xla_scaling
 
     parser = argparse.ArgumentParser(prog="xlabench", description=__doc__)
     subparsers = parser.add_subparsers(dest="command", required=True)
@@ -35,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench = subparsers.add_parser("bench", help="benchmarks that print figures (speed, robustness)")
     bench_subparsers = bench.add_subparsers(dest="benchmark", required=True)
     xla_bench.register(bench_subparsers)
+    xla_scaling.register(bench_subparsers)
     env_bench.register(bench_subparsers)
     compilers = subparsers.add_parser("compilers", help="other jaxlib releases side by side: add, list, diff")
     compilers_subparsers = compilers.add_subparsers(dest="compilers_command", required=True)

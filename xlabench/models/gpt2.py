@@ -54,3 +54,11 @@ def make_program(config: dict[str, Any]) -> common.Program:
     param_specs = common.specs(param_shapes(config), common.dtype_of(config))
     tokens = common.int_spec(config["batch"], config["seq"] + 1)
     return common.Program(train_step, (param_specs, common.adam_state_specs(param_specs), tokens))
+
+
+def make_inference_program(config: dict[str, Any]) -> common.Program:
+    """GPT-2 forward pass (logits) alone: a stack that grows by ~96 ops a layer, for size benchmarks."""
+    heads = config["heads"]
+    param_specs = common.specs(param_shapes(config), common.dtype_of(config))
+    tokens = common.int_spec(config["batch"], config["seq"])
+    return common.Program(lambda params, tokens: forward(params, tokens, heads), (param_specs, tokens))

@@ -1,0 +1,163 @@
+"""`xlabench bench scaling`: what a step of the driver costs as modules grow, next to XLA's full compile.
+
+Modules are GPT-2 forward passes of more and more layers (lowered by jax in a subprocess), from
+~1,000 to ~50,000 ops. For each: loading it (XLA's parse and canonical form, fingerprint, features),
+the median single-pass application over an action set, XLA's default pipeline to the counting point,
+and a full compile, all in one run. A step must stay a fixed fraction of a full compile, or less, as
+modules grow: fingerprinting, the canonical form and cache keys must not grow faster than XLA does.
+(Training steps are not used: XLA's own full compile of a 70-layer GPT-2 training step, ~33,000
+ops, took more than 22 GB on this project's 24 GB machine.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import statistics
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from xlabench.errors import CompilerError, UserInputError
+from xlabench.files import write_atomically
+from xlabench.xla.catalogue import ACTION_SETS
+from xlabench.xla.driver import PassDriver
+
+DEFAULT_SIZES = (1000, 5000, 20000, 50000)
+# The stack's shape: small layers, so size comes from depth as in a deep model.
+STACK_CONFIG = {"width": 64, "heads": 2, "seq": 32, "batch": 2, "vocab": 512, "dtype": "f32"}
+
+
+@dataclass(frozen=True)
+class ScalingRow:
+    """One module size and what each kind of compiler work cost on it (seconds)."""
+
+    layers: int
+    op_count: int
+    text_bytes: int
+    load_seconds: float
+    median_step_seconds: float
+    steps: int
+    default_pipeline_seconds: float
+    full_compile_seconds: float
+
+    @property
+    def step_ms_per_thousand_ops(self) -> float:
+        """Median step time per 1,000 ops: flat when a step's cost is linear in size."""
+        return 1000 * self.median_step_seconds / (self.op_count / 1000)
+
+    @property
+    def ratio(self) -> float:
+        """Median step over full compile."""
+        return self.median_step_seconds / self.full_compile_seconds
+
+
+def register(bench_subparsers: Any) -> None:
+    """Add `scaling` under `xlabench bench`."""
+    parser = bench_subparsers.add_parser(
+        "scaling", help="step and full-compile seconds of GPT-2 stacks from ~1k to ~50k ops"
+    )
+    parser.add_argument(
+        "--sizes", default=",".join(map(str, DEFAULT_SIZES)), help="target op counts, comma-separated"
+    )
+    parser.add_argument(
+        "--actions", default="simplification", help=f"passes timed on each module ({', '.join(ACTION_SETS)})"
+    )
+    parser.add_argument("--keep", type=Path, metavar="DIR", help="also write the generated modules to DIR")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(handler=run_scaling_benchmark)
+
+
+def lower_stack(layers: int) -> str:
+    """HLO text of a GPT-2 forward pass with `layers` blocks (imports jax: run it in a subprocess)."""
+    import jax
+
+    from xlabench.graphs.build import normalize_hlo
+    from xlabench.models import gpt2
+
+    program = gpt2.make_inference_program({**STACK_CONFIG, "layers": layers})
+    text = jax.jit(program.fn).lower(*program.args).compiler_ir("hlo").as_hlo_text()
+    return normalize_hlo(text, f"gpt2-stack-l{layers}")
+
+
+def _sizes(spec: str) -> list[int]:
+    try:
+        sizes = [int(part) for part in spec.split(",") if part.strip()]
+    except ValueError:
+        sizes = []
+    if not sizes or min(sizes) < 100:
+        raise UserInputError(f"--sizes {spec}: expected op counts of at least 100, e.g. 1000,5000")
+    return sizes
+
+
+def run_scaling_benchmark(args: argparse.Namespace) -> int:
+    """Generate one module per size, then time loading, single passes, the default pipeline and a compile."""
+    sizes = _sizes(args.sizes)
+    driver = PassDriver(use_cache=False)
+    if args.actions not in ACTION_SETS:
+        raise UserInputError(f"--actions {args.actions}: unknown action set ({', '.join(ACTION_SETS)})")
+    actions = driver.catalogue.action_passes(args.actions)
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as lowering:
+        # Ops a layer, from a one- and a two-layer stack: the depth each target size needs.
+        one, two = (driver.load(text).op_count for text in lowering.map(lower_stack, [1, 2]))
+        per_layer, base = two - one, 2 * one - two
+        depths = [max(1, round((size - base) / per_layer)) for size in sizes]
+        texts = list(lowering.map(lower_stack, depths))
+    rows = []
+    for layers, text in zip(depths, texts, strict=True):
+        if args.keep:
+            args.keep.mkdir(parents=True, exist_ok=True)
+            write_atomically(args.keep / f"gpt2-stack-l{layers}.hlo", text.encode())
+        rows.append(_measure(driver, layers, text, actions))
+        if not args.json:
+            _print_row(rows[-1], header=len(rows) == 1)
+    if args.json:
+        measured = [
+            {**asdict(row), "step_ms_per_thousand_ops": row.step_ms_per_thousand_ops, "ratio": row.ratio}
+            for row in rows
+        ]
+        print(json.dumps({"actions": args.actions, "rows": measured}))
+    return 0
+
+
+def _measure(driver: PassDriver, layers: int, text: str, actions: list[str]) -> ScalingRow:
+    started = time.perf_counter()
+    module = driver.load(text, f"gpt2-stack-l{layers}")
+    op_count = driver.features(module).op_count
+    load_seconds = time.perf_counter() - started
+    steps = []
+    for pass_name in actions:
+        started = time.perf_counter()
+        try:
+            driver.apply_pass(module, pass_name)
+        except CompilerError:
+            continue
+        steps.append(time.perf_counter() - started)
+    started = time.perf_counter()
+    driver.run_default_pipeline(module)
+    default_seconds = time.perf_counter() - started
+    return ScalingRow(
+        layers=layers,
+        op_count=op_count,
+        text_bytes=len(text.encode()),
+        load_seconds=load_seconds,
+        median_step_seconds=statistics.median(steps),
+        steps=len(steps),
+        default_pipeline_seconds=default_seconds,
+        full_compile_seconds=driver.full_compile_seconds(module),
+    )
+
+
+def _print_row(row: ScalingRow, header: bool) -> None:
+    if header:
+        print(f"{'ops':>7} {'layers':>6} {'MB':>6} {'load s':>8} {'step s':>8} {'ms/kop':>7} "
+              f"{'default s':>10} {'compile s':>10} {'step/compile':>12}")  # fmt: skip
+    print(
+        f"{row.op_count:7} {row.layers:6} {row.text_bytes / 1e6:6.1f} {row.load_seconds:8.2f} "
+        f"{row.median_step_seconds:8.2f} {row.step_ms_per_thousand_ops:7.1f} "
+        f"{row.default_pipeline_seconds:10.2f} {row.full_compile_seconds:10.2f} {row.ratio:12.3f}",
+        flush=True,
+    )
