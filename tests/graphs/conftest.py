@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from xlabench.graphs import Graph, resolve_graphs, storage
-from xlabench.graphs.suite import GraphSpec, suite
+from xlabench.graphs.suite import FRAMEWORKS, GraphSpec, suite
 
 
 @pytest.fixture(scope="session")
@@ -30,8 +30,9 @@ def stored_manifest() -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def small_graphs(stored_graphs: list[Graph]) -> list[Graph]:
-    """Two small stored graphs of different families, for tests that rebuild or copy graphs."""
-    by_size = sorted(stored_graphs, key=lambda g: (g.instruction_count, g.name))
+    """Two small stored graphs of different families lowered by jax, for tests that rebuild or copy graphs."""
+    lowered_by_jax = [g for g in stored_graphs if g.family not in FRAMEWORKS]
+    by_size = sorted(lowered_by_jax, key=lambda g: (g.instruction_count, g.name))
     first = by_size[0]
     second = next(g for g in by_size if g.family != first.family)
     return [first, second]

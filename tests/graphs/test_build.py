@@ -95,3 +95,19 @@ def test_parallel_build_matches_serial_build(small_graphs: list[Graph], tmp_path
     assert (tmp_path / "serial" / "manifest.json").read_bytes() == (
         tmp_path / "parallel" / "manifest.json"
     ).read_bytes()
+
+
+def test_a_tensorflow_graph_without_tensorflow_is_one_clear_error(monkeypatch, capsys, tmp_path) -> None:
+    # The family TensorFlow's bridge lowers needs a Python with TensorFlow; xlabench's own has none.
+    from xlabench.cli import main
+    from xlabench.graphs.build import TENSORFLOW_PYTHON_VARIABLE
+
+    monkeypatch.delenv(TENSORFLOW_PYTHON_VARIABLE, raising=False)
+    graph = "tensorflow-mlp-infer-l1-d64-b8-f32"
+    assert main(["graphs", "build", graph, "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"xlabench: error: {graph}: the tensorflow family is lowered by TensorFlow: set "
+        f"{TENSORFLOW_PYTHON_VARIABLE} to a Python that has it "
+        "(e.g. a venv with `pip install tensorflow-cpu==2.21.0`)"
+    )
+    assert list(tmp_path.iterdir()) == []

@@ -21,10 +21,13 @@ def test_manifest_lists_exactly_the_stored_files(stored_manifest: dict[str, Any]
     assert listed == on_disk
 
 
-def test_manifest_records_the_lowering_jax_version(stored_manifest: dict[str, Any]) -> None:
-    versions = {entry["jax_version"] for entry in stored_manifest["graphs"]}
-    assert len(versions) == 1
-    assert versions.pop().count(".") == 2
+def test_manifest_records_the_lowering_framework_version(stored_manifest: dict[str, Any]) -> None:
+    by_jax = [entry for entry in stored_manifest["graphs"] if "framework" not in entry]
+    versions = {entry["jax_version"] for entry in by_jax}
+    assert len(versions) == 1 and versions.pop().count(".") == 2
+    others = [entry for entry in stored_manifest["graphs"] if "framework" in entry]
+    assert {entry["framework"] for entry in others} == {"tensorflow"}
+    assert {entry["tensorflow_version"] for entry in others} == {"2.21.0"}
 
 
 def test_stored_suite_is_under_50_mib() -> None:

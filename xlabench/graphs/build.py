@@ -7,9 +7,13 @@ source file paths and line numbers) is removed and the module is renamed after t
 
 from __future__ import annotations
 
+import base64
+import importlib.util
+import json
 import multiprocessing
 import os
 import re
+import subprocess
 import time
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
@@ -17,12 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from xlabench.errors import UserInputError
 from xlabench.files import write_atomically
 from xlabench.graphs import storage
 from xlabench.graphs.suite import GraphSpec, suite
 from xlabench.xla.module import HloModule
 
 _MODULE_HEADER = re.compile(r"^HloModule [^\s,]+")
+# A Python with TensorFlow, for the family TensorFlow's XLA bridge lowers (xlabench's own has none).
+TENSORFLOW_PYTHON_VARIABLE = "XLABENCH_TENSORFLOW_PYTHON"
 _METADATA_START = ", metadata={"
 
 
@@ -79,21 +86,53 @@ def normalize_hlo(text: str, graph_name: str) -> str:
 
 def lower(spec: GraphSpec) -> str:
     """Lower one suite graph to normalised HLO text."""
+    return _lower_with_version(spec)[0]
+
+
+def _lower_with_version(spec: GraphSpec) -> tuple[str, str]:
+    """Worker: (normalised HLO text, version of the framework that lowered it) for one graph."""
+    if spec.framework == "tensorflow":
+        return _lower_tensorflow(spec)
     import jax
 
     program = spec.program()
     text = jax.jit(program.fn).lower(*program.args).compiler_ir("hlo").as_hlo_text()
-    return normalize_hlo(text, spec.name)
+    return normalize_hlo(text, spec.name), jax.__version__
 
 
-def _lower_with_version(spec: GraphSpec) -> tuple[str, str]:
-    """Worker: (normalised HLO text, jax version that lowered it) for one graph."""
-    import jax
+def _lower_tensorflow(spec: GraphSpec) -> tuple[str, str]:
+    """TensorFlow's XLA bridge in the TensorFlow interpreter, then the module printed by jaxlib's XLA."""
+    python = os.environ.get(TENSORFLOW_PYTHON_VARIABLE)
+    if not python:
+        raise UserInputError(
+            f"{spec.name}: the tensorflow family is lowered by TensorFlow: set {TENSORFLOW_PYTHON_VARIABLE} "
+            "to a Python that has it (e.g. a venv with `pip install tensorflow-cpu==2.21.0`)"
+        )
+    script = importlib.util.find_spec("xlabench.models.tensorflow_models").origin
+    try:
+        run = subprocess.run(
+            [python, script, json.dumps(spec.config)],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise UserInputError(f"{spec.name}: TensorFlow lowering did not run: {error}") from None
+    if run.returncode != 0:
+        last = (run.stderr.strip().splitlines() or ["no output"])[-1]
+        raise UserInputError(f"{spec.name}: TensorFlow lowering failed: {last}")
+    answer = json.loads(run.stdout)
+    from xlabench.xla import adapter  # jaxlib in this lowering process, as for the jax families
 
-    return lower(spec), jax.__version__
+    module = adapter.module_from_proto(base64.b64decode(answer["proto"]))
+    return normalize_hlo(adapter.module_text(module, adapter.print_options()), spec.name), answer["version"]
 
 
-def _entry(spec: GraphSpec, text: str, op_count: int, jax_version: str) -> dict[str, Any]:
+def _entry(spec: GraphSpec, text: str, op_count: int, version: str) -> dict[str, Any]:
+    versions = {"jax_version": version} if spec.framework == "jax" else {
+        "framework": spec.framework, f"{spec.framework}_version": version
+    }  # fmt: skip
     return {
         "name": spec.name,
         "family": spec.family,
@@ -102,7 +141,7 @@ def _entry(spec: GraphSpec, text: str, op_count: int, jax_version: str) -> dict[
         "file": spec.name + storage.GRAPH_SUFFIX,
         "instruction_count": op_count,
         "sha256": storage.text_sha256(text),
-        "jax_version": jax_version,
+        **versions,
     }
 
 

@@ -80,7 +80,14 @@ _FAMILIES: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
         (("mode", ""), ("layers", "l"), ("width", "d"), ("patch", "p"), ("image", "i"), ("batch", "b")),
     ),
     "gnn": ("gnn", (("mode", ""), ("layers", "l"), ("width", "d"), ("nodes", "n"), ("edges", "e"))),
+    # Lowered by TensorFlow's XLA bridge, not by jax (`xlabench.models.tensorflow_models`).
+    "tensorflow": (
+        "tensorflow_models",
+        (("model", ""), ("mode", ""), ("layers", "l"), ("width", "d"), ("batch", "b")),
+    ),
 }
+# The framework that lowers each family's graphs: jax, unless named here.
+FRAMEWORKS: dict[str, str] = {"tensorflow": "tensorflow"}
 
 
 @dataclass(frozen=True)
@@ -92,8 +99,13 @@ class GraphSpec:
     split: str
     config: dict[str, Any] = field(hash=False)
 
+    @property
+    def framework(self) -> str:
+        """The framework whose XLA bridge lowers this graph: jax or tensorflow."""
+        return FRAMEWORKS.get(self.family, "jax")
+
     def program(self) -> Program:
-        """Build the family's function and abstract arguments for this config."""
+        """Build the family's function and abstract arguments for this config (jax families)."""
         module = importlib.import_module(f"xlabench.models.{_FAMILIES[self.family][0]}")
         return module.make_program(self.config)
 
@@ -329,6 +341,17 @@ def _gnn() -> Iterator[dict[str, Any]]:
             }
 
 
+def _tensorflow() -> Iterator[dict[str, Any]]:
+    # Inference freezes the weights into the module as constants; training takes them as variables.
+    # (Sizes from the third of five small grids tried: the first put none of its graphs in `test`.)
+    sizes = {"mlp": [(1, 64), (3, 128)], "cnn": [(1, 16), (2, 32)], "rnn": [(1, 32), (2, 48)]}
+    for model, shapes in sizes.items():
+        for mode in ("infer", "train"):
+            for i, (layers, width) in enumerate(shapes):
+                yield {"model": model, "mode": mode, "layers": layers, "width": width,
+                       "batch": _cycle([8, 4], i), "dtype": "f32"}  # fmt: skip
+
+
 _CONFIGS: dict[str, Callable[[], Iterator[dict[str, Any]]]] = {
     "gpt2": _gpt2,
     "bert": _bert,
@@ -340,6 +363,7 @@ _CONFIGS: dict[str, Callable[[], Iterator[dict[str, Any]]]] = {
     "vit": _vit,
     "mlp_mixer": _mlp_mixer,
     "gnn": _gnn,
+    "tensorflow": _tensorflow,
 }
 
 

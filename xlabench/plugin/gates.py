@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the plugin loads with every pytest run: the compiler side is imported when used
@@ -54,8 +55,9 @@ class Verdict:
     baseline: dict[str, Any] | None
     baseline_origin: str | None
     failures: list[str] = field(default_factory=list)
-    # Gate (a) failures the baseline already had: reported as expected failures, not hidden.
+    # Failures a reviewed entry of known-gaps.toml covers: expected failures, reported with the reason.
     known: list[str] = field(default_factory=list)
+    known_reasons: list[str] = field(default_factory=list)
     # False where XLA's default executable ran shorter than the runtime floor: gate (c) did not judge it.
     runtime_judged: bool = True
     # On another compiler than the baseline's: the pass that first made the difference.
@@ -68,7 +70,8 @@ class Verdict:
             change = f" with {', '.join(self.disabled_passes)} disabled"
         lines = [f"{self.graph} | {self.policy} | jaxlib {self.jaxlib}{change}:"]
         lines += [f"  FAILED {failure}" for failure in self.failures]
-        lines += [f"  KNOWN (in the baseline too) {failure}" for failure in self.known]
+        lines += [f"  KNOWN {failure}" for failure in self.known]
+        lines += [f"  listed in {KNOWN_GAPS_FILE}: {reason}" for reason in self.known_reasons]
         if "R" in row:
             counts = f"  I {row['I']}, D {row['D']}, R {row['R']} (vs_default {row['vs_default']:.4f})"
             if self.baseline is not None:
@@ -159,15 +162,74 @@ def measure(
     )
 
 
-def known_failures(
-    failures: list[str], baseline: dict[str, Any] | None, tolerances: Tolerances
-) -> tuple[list[str], list[str]]:
-    """Split off a gate (a) failure the stored baseline had as well (its R was beyond the tolerance
-    of its D too): a known weakness of the policy, an expected failure, while (b) holds it in place."""
-    if baseline is None or baseline["R"] <= baseline["D"] * (1 + tolerances.op_count):
-        return failures, []
-    known = [failure for failure in failures if failure.startswith(OP_COUNT_VS_DEFAULT)]
-    return [failure for failure in failures if failure not in known], known
+# Every gate, as each failure line begins: what a known gap names.
+GATES = (
+    OP_COUNT_VS_DEFAULT,
+    "op count vs baseline",
+    "runtime vs XLA's default",
+    "runtime vs baseline",
+    "outputs differ from XLA's default executable",
+    "the policy could not be run",
+    "no baseline",
+)
+KNOWN_GAPS_FILE = "known-gaps.toml"
+
+
+@dataclass(frozen=True)
+class KnownGap:
+    """A reviewed gap of a policy on a graph: the gate it fails, why, since when."""
+
+    graph: str
+    policy: str  # NAME (every version) or NAME@vX.Y
+    gate: str  # one of GATES
+    reason: str
+    date: str
+
+    def covers(self, graph: str, policy_label: str) -> bool:
+        """Whether the gap is listed for this graph and policy version."""
+        return graph == self.graph and self.policy in (policy_label, policy_label.split("@", 1)[0])
+
+    def describe(self) -> str:
+        """One line: the gate, the reason and the date it was listed."""
+        return f"{self.gate} ({self.reason}; listed {self.date})"
+
+
+def load_known_gaps(path: Path) -> list[KnownGap]:
+    """The gaps listed in a known-gaps.toml (none when the file does not exist); bad entries: one line."""
+    import tomllib
+
+    from xlabench.errors import UserInputError
+
+    if not path.exists():
+        return []
+    try:
+        entries = tomllib.loads(path.read_text()).get("gap", [])
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise UserInputError(f"{path}: not a readable known-gaps file: {error}") from None
+    gaps = []
+    for number, entry in enumerate(entries, start=1):
+        fields = {name: entry.get(name) for name in ("graph", "policy", "gate", "reason", "date")}
+        missing = [name for name, value in fields.items() if not isinstance(value, str) or not value]
+        if missing:
+            raise UserInputError(f"{path}: gap {number} lacks {', '.join(missing)}")
+        if fields["gate"] not in GATES:
+            gates = "; ".join(GATES)
+            raise UserInputError(f"{path}: gap {number}: unknown gate {fields['gate']!r} ({gates})")
+        gaps.append(KnownGap(**fields))
+    return gaps
+
+
+def split_known(failures: list[str], gaps: list[KnownGap]) -> tuple[list[str], list[str]]:
+    """(failures still standing, failures a listed gap covers), plus one failure per listed gap that
+    closed: a listed gap whose gate passed is reported (strict), so the list is kept true."""
+    known = [failure for failure in failures if any(failure.startswith(gap.gate) for gap in gaps)]
+    standing = [failure for failure in failures if failure not in known]
+    standing += [
+        f"known gap closed: {gap.gate} passes now; remove it from {KNOWN_GAPS_FILE} ({gap.reason})"
+        for gap in gaps
+        if not any(failure.startswith(gap.gate) for failure in failures)
+    ]
+    return standing, known
 
 
 def default_median_ms(row: dict[str, Any]) -> float | None:

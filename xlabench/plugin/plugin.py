@@ -269,6 +269,8 @@ class Judge:
         self._policies: dict[str, Any] = {}
         self._baselines: dict[str, Any] = {}
         self._reference: dict[str, Any] = {}  # jaxlib -> (pool, driver) of a baseline's own compiler
+        self._known_gaps: list[Any] | None = None
+        self._scopes: dict[str, set[str]] = {}
 
     def policy(self, reference: str) -> Any:
         """The verified policy (loaded once)."""
@@ -288,6 +290,26 @@ class Judge:
                 name, policy.label, self.driver.jaxlib_version, True, self.settings.baselines
             )
         return self._baselines[name]
+
+    def in_scope(self, policy: Any, graph: str) -> bool:
+        """Whether a suite graph is in the policy's scope (`graph_scope`), where a baseline is required."""
+        from xlabench.graphs import resolve_graphs
+        from xlabench.policies.artifact import graph_scope
+
+        if policy.label not in self._scopes:
+            scope = graph_scope(policy.artifact.metadata)
+            self._scopes[policy.label] = {graph.name for graph in resolve_graphs(scope)}
+        return graph in self._scopes[policy.label]
+
+    def known_gaps(self) -> list[Any]:
+        """The reviewed gaps of `known-gaps.toml` in the baselines directory (read once)."""
+        from xlabench.baselines.storage import baselines_directory
+        from xlabench.plugin.gates import KNOWN_GAPS_FILE, load_known_gaps
+
+        if self._known_gaps is None:
+            root = self.settings.baselines or baselines_directory()
+            self._known_gaps = load_known_gaps(root / KNOWN_GAPS_FILE)
+        return self._known_gaps
 
     def changed_by(
         self, case: Case, row: dict[str, Any], baseline: dict[str, Any], jaxlib: str
@@ -323,7 +345,7 @@ class Judge:
     def verdict(self, case: Case) -> Any:
         """Measure the case and judge it against XLA's default and the stored baseline."""
         from xlabench.errors import UserInputError
-        from xlabench.plugin.gates import Verdict, judge, known_failures, measure, runtime_judged
+        from xlabench.plugin.gates import Verdict, judge, measure, runtime_judged, split_known
 
         if isinstance(case, UnusableSuite):
             pytest.fail(f"xlabench: {case.reason}", pytrace=False)
@@ -332,6 +354,7 @@ class Judge:
             stored = self.baselines(policy)
             baseline = stored.get(case.graph.name) if stored is not None else None
             self.driver.check_disabled_passes()
+            gaps = [gap for gap in self.known_gaps() if gap.covers(case.graph.name, policy.label)]
         except UserInputError as error:
             pytest.fail(f"xlabench: {error}", pytrace=False)
         row = measure(self.driver, case.graph, policy, self.settings.repeats, self.settings.min_run_seconds)
@@ -347,6 +370,12 @@ class Judge:
                 row, failures = again, confirmed
             else:
                 row["runtime_ratios_measured"] = [row.get("runtime_ratio"), again.get("runtime_ratio")]
+        if stored is not None and baseline is None and self.in_scope(policy, case.graph.name):
+            # A suite graph in the policy's scope with nothing to hold it to would pass gate (b) unjudged.
+            failures.append(
+                f"no baseline for {case.graph.name} (run `xlabench baselines update --policy "
+                f"{policy.artifact.metadata['name']} --graphs {case.graph.name}`)"
+            )
         origin, changed_by = None, None
         if baseline is not None:
             origin = f"{stored.directory} ({stored.policy}, jaxlib {stored.metadata['jaxlib']})"
@@ -362,7 +391,10 @@ class Judge:
             origin,
             changed_by=changed_by,
         )
-        verdict.failures, verdict.known = known_failures(failures, baseline, self.settings.tolerances)
+        verdict.failures, verdict.known = split_known(failures, gaps)
+        verdict.known_reasons = [
+            gap.describe() for gap in gaps if any(failure.startswith(gap.gate) for failure in verdict.known)
+        ]
         verdict.runtime_judged = runtime_judged(row, self.settings.tolerances)
         return verdict
 
@@ -433,7 +465,7 @@ class SessionSummary:
         known = sum(1 for row in rows if row.get("known") and not row["failures"])
         terminalreporter.write_sep(
             "-",
-            f"xlabench: {len(rows)} graph x policy, {failed} failed, {known} known from the baseline{change}",
+            f"xlabench: {len(rows)} graph x policy, {failed} failed, {known} known gaps{change}",
         )
         terminalreporter.write_line(
             f"{'graph':44} {'policy':14} {'op count (baseline -> now)':>27} {'vs D':>7} "

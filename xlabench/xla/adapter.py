@@ -95,6 +95,12 @@ def parse_module(text: str) -> Any:
 
 
 @_entry_point
+def module_from_proto(data: bytes) -> Any:
+    """XLA's HloModule of a serialized HloModuleProto (e.g. TensorFlow's `stage="hlo_serialized"`)."""
+    return xla_client.XlaComputation(data).get_hlo_module()
+
+
+@_entry_point
 def module_name(module: Any) -> str:
     """The module's name."""
     return module.name

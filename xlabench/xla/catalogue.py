@@ -111,6 +111,18 @@ REQUIREMENTS: dict[str, tuple[str, str]] = {
     ),
 }
 
+# Orderable passes whose input another orderable pass makes (pass -> (its feeders, why)). After a
+# sequence that applied the pass but not a feeder, the required-only compile runs the feeder, and the
+# pass must run again after it: a TensorFlow CNN training step's max-pool gradient is a select-and-scatter,
+# which select_and_scatter_expander turns into a scatter that the CPU emitter refuses unless
+# scatter_simplifier canonicalizes it (CHECK IsSimplifiedScatter, the compiler aborts).
+FED_BY: dict[str, tuple[tuple[str, ...], str]] = {
+    "scatter_simplifier": (
+        ("select_and_scatter_expander",),
+        "select_and_scatter_expander makes scatters the CPU emitter refuses unless it canonicalizes them",
+    ),
+}
+
 
 # Passes that rewrite only instructions of these opcodes (spelled as in the features' histogram): on a
 # module with none of them they change nothing, so an environment can mask them without a compiler
@@ -306,12 +318,16 @@ class PassCatalogue:
         """
         # A fixed-point variant ran the pass's first instance (to its fixed point).
         applied = {base_pass(key) for key in applied_instances}
-        return sorted(
+        disabled = {
             name
             for name, info in self.passes.items()
             if info.kind == "simplification"
             or (info.kind in CANDIDATE_KINDS and info.instances and applied.issuperset(info.instances))
-        )
+        }
+        # A pass runs again when something that feeds it still runs (FED_BY).
+        still_running = set(self.passes) - disabled
+        fed_again = {name for name, (feeders, _) in FED_BY.items() if still_running.intersection(feeders)}
+        return sorted(disabled - fed_again)
 
     def disabled_before_counting_point(self) -> list[str]:
         """Names to disable so that a compile runs (nearly) only what comes from the counting point on.
