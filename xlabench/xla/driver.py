@@ -422,8 +422,11 @@ class PassDriver:
         fingerprint = _text_sha256(text) if isinstance(module, str) else module.fingerprint
         with self._lock:
             self.calls["xla"] += 1
+        # Each full compile a call makes gets the whole timeout: a 50k-op module compiles in ~3 min, and
+        # the runtime measurement compiles two of them in one call.
+        timeout = self.timeout * (1 + len(arguments.get("others") or ()))
         try:
-            return self.pool.call(function, timeout=self.timeout, text=text, **arguments)
+            return self.pool.call(function, timeout=timeout, text=text, **arguments)
         except compiler_pool.CompilerFailure as failure:
             raise CompilerError("error", str(failure), subject, fingerprint) from None
         except compiler_pool.WorkerDied as death:
