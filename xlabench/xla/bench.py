@@ -104,6 +104,19 @@ def default_benchmark_graph() -> str:
     return min(candidates, key=lambda graph: abs(graph.instruction_count - 1000)).name
 
 
+def time_each_pass(driver: PassDriver, module: HloModule, actions: list[str]) -> dict[str, float]:
+    """Seconds of one `apply_pass` of each action on `module` (actions XLA refuses are left out)."""
+    seconds: dict[str, float] = {}
+    for pass_name in actions:
+        started = time.perf_counter()
+        try:
+            driver.apply_pass(module, pass_name)
+        except CompilerError:
+            continue
+        seconds[pass_name] = time.perf_counter() - started
+    return seconds
+
+
 def run_driver_benchmark(args: argparse.Namespace) -> int:
     """Time apply_pass for every action pass against full compiles of the same module."""
     from xlabench.xla.cli import load_module
@@ -116,13 +129,8 @@ def run_driver_benchmark(args: argparse.Namespace) -> int:
     compiles: list[float] = []
     for _ in range(args.rounds):
         compiles.append(driver.full_compile_seconds(module))
-        for pass_name in actions:
-            started = time.perf_counter()
-            try:
-                driver.apply_pass(module, pass_name)
-            except CompilerError:
-                continue
-            per_pass[pass_name].append(time.perf_counter() - started)
+        for pass_name, seconds in time_each_pass(driver, module, actions).items():
+            per_pass[pass_name].append(seconds)
         compiles.append(driver.full_compile_seconds(module))
     applies = [seconds for series in per_pass.values() for seconds in series]
     median_apply, median_compile = statistics.median(applies), statistics.median(compiles)

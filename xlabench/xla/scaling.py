@@ -21,8 +21,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from xlabench.errors import CompilerError, UserInputError
+from xlabench.errors import UserInputError
 from xlabench.files import write_atomically
+from xlabench.xla.bench import time_each_pass
 from xlabench.xla.catalogue import ACTION_SETS
 from xlabench.xla.driver import PassDriver
 
@@ -128,14 +129,7 @@ def _measure(driver: PassDriver, layers: int, text: str, actions: list[str]) -> 
     module = driver.load(text, f"gpt2-stack-l{layers}")
     op_count = driver.features(module).op_count
     load_seconds = time.perf_counter() - started
-    steps = []
-    for pass_name in actions:
-        started = time.perf_counter()
-        try:
-            driver.apply_pass(module, pass_name)
-        except CompilerError:
-            continue
-        steps.append(time.perf_counter() - started)
+    steps = list(time_each_pass(driver, module, actions).values())
     started = time.perf_counter()
     driver.run_default_pipeline(module)
     default_seconds = time.perf_counter() - started
