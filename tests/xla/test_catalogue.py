@@ -177,3 +177,12 @@ def test_what_runs_right_after_a_pass_is_read_from_the_tree_with_the_disabled_pa
     assert classified.successors("algsimp", ("outer", "inner"), ["dce"]) == ["pipeline-end"]
     assert classified.successors("dce", ("outer", "inner"), []) == ["algsimp"]
     assert classified.successors("algsimp", ("elsewhere",), []) == []
+
+
+def test_scatter_simplifier_runs_again_after_a_pass_that_feeds_it():
+    # select_and_scatter_expander makes scatters the CPU emitter refuses until scatter_simplifier ran.
+    found = catalogue.load_catalogue()
+    simplifier, expander = "scatter_simplifier", "select_and_scatter_expander"
+    assert simplifier in found.disabled_for_required_only([expander, simplifier])  # XLA's order
+    assert simplifier not in found.disabled_for_required_only([simplifier])  # the expander still runs
+    assert simplifier not in found.disabled_for_required_only([simplifier, expander])  # applied after it

@@ -147,3 +147,23 @@ def test_one_core_pins_every_thread_while_timing_and_gives_each_its_cores_back()
         release.set()
     assert len(inside) == 1 and len(seen["inside"]) == 1 and seen["inside"] <= before
     assert os.sched_getaffinity(0) == before
+
+
+@pytest.mark.parametrize(
+    "sequence",
+    [["batched_gather_scatter_normalizer", "scatter_simplifier"],
+     ["batched_gather_scatter_normalizer", "scatter_simplifier", "select_and_scatter_expander"]],
+)  # fmt: skip
+def test_a_max_pool_gradient_runs_whatever_came_first_the_simplifier_or_the_expander(sequence):
+    # TensorFlow's CNN training step: its max-pool gradient is a select-and-scatter. Left to the
+    # required-only compile, or expanded by the sequence after scatter_simplifier, the scatter it
+    # becomes aborted XLA's emitter (CHECK IsSimplifiedScatter) until scatter_simplifier ran again.
+    from xlabench.graphs import resolve_graphs
+
+    driver = default_driver()
+    [graph] = resolve_graphs("tensorflow-cnn-train-l1-d16-b8-f32")
+    module = driver.load(graph.hlo_text(), graph.name)
+    result = driver.apply_passes(module, sequence)[-1].module
+    inputs = random_inputs(module, seed=0)
+    sequence_run, default_run = execute_against_default(result, sequence, module, inputs, repeats=1, warmup=0)
+    assert compare_outputs(default_run.outputs, sequence_run.outputs) == []

@@ -29,7 +29,8 @@ from xlabench.xla.pool import CompilerPool
 
 # (family, name fragment) the fuzz run draws from by default: gather/scatter training steps (GPT-2,
 # MoE, GNN), while loops from lax.scan (recurrent), conditionals and while loops (control_flow),
-# convolutions (ResNet), bf16, an encoder-decoder.
+# convolutions (ResNet), bf16, an encoder-decoder, and two of TensorFlow's lowering (a CNN training
+# step with select-and-scatter and donated variables, a tf.scan GRU).
 FUZZ_GRAPH_CHOICES = (
     ("gpt2", "bf16"),
     ("moe", ""),
@@ -39,6 +40,8 @@ FUZZ_GRAPH_CHOICES = (
     ("resnet", ""),
     ("bert", "f32"),
     ("t5", ""),
+    ("tensorflow", "cnn-train"),
+    ("tensorflow", "rnn-train"),
 )
 
 

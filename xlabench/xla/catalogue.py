@@ -314,8 +314,10 @@ class PassCatalogue:
         not idempotent (convolution-canonicalization re-inserts the transposes algsimp folded,
         bf16 normalization the converts algsimp removed), so XLA's own module would not count as
         itself. A pass XLA adds twice with different options (convolution-group-converter) keeps
-        running until the sequence applied both.
+        running until the sequence applied both. A pass another one feeds (`FED_BY`:
+        scatter_simplifier) runs again when the feeder still runs or the sequence applied it later.
         """
+        applied_instances = list(applied_instances)
         # A fixed-point variant ran the pass's first instance (to its fixed point).
         applied = {base_pass(key) for key in applied_instances}
         disabled = {
@@ -324,9 +326,17 @@ class PassCatalogue:
             if info.kind == "simplification"
             or (info.kind in CANDIDATE_KINDS and info.instances and applied.issuperset(info.instances))
         }
-        # A pass runs again when something that feeds it still runs (FED_BY).
+        # A pass runs again when something feeds it after its last run: a feeder the required-only
+        # compile still runs, or one the sequence applied later than the pass (FED_BY).
+        order = [base_pass(key.split("@", 1)[0]) for key in applied_instances]
+        last = {name: position for position, name in enumerate(order)}
         still_running = set(self.passes) - disabled
-        fed_again = {name for name, (feeders, _) in FED_BY.items() if still_running.intersection(feeders)}
+        fed_again = {
+            name
+            for name, (feeders, _) in FED_BY.items()
+            if still_running.intersection(feeders)
+            or any(last.get(feeder, -1) > last.get(name, -1) for feeder in feeders)
+        }
         return sorted(disabled - fed_again)
 
     def disabled_before_counting_point(self) -> list[str]:
