@@ -1,8 +1,11 @@
-"""Gate (c)'s runtime floor: which measured rows the runtime gate judges."""
+"""Gate (c)'s runtime floor: which measured rows the runtime gate judges; the reviewed known gaps."""
 
 from __future__ import annotations
 
-from xlabench.plugin.gates import Tolerances, judge
+import pytest
+
+from xlabench.errors import UserInputError
+from xlabench.plugin.gates import Tolerances, judge, load_known_gaps, split_known
 
 
 def measured_row(default_ms: float, ratio: float) -> dict:
@@ -27,3 +30,31 @@ def test_a_slower_executable_fails_above_the_floor_and_is_not_judged_below_it():
     # thread wake-ups decide the ratio (2.1-2.3 next to another xdist worker, with R = D).
     assert judge(measured_row(0.065, 2.2), baseline, tolerances) == []
     assert judge(measured_row(0.065, 2.2), baseline, Tolerances(runtime_floor_ms=0.0)) != []
+
+
+def test_known_gaps_are_read_checked_and_matched_by_gate(tmp_path):
+    path = tmp_path / "known-gaps.toml"
+    assert load_known_gaps(path) == []  # no file, no gaps
+    path.write_text(
+        '[[gap]]\ngraph = "g"\npolicy = "general"\ngate = "op count vs XLA\'s default"\n'
+        'reason = "r"\ndate = "2026-11-27"\n'
+    )
+    [gap] = load_known_gaps(path)
+    assert gap.covers("g", "general@v2.0") and gap.covers("g", "general")
+    assert not gap.covers("g", "gpt2@v1.0") and not gap.covers("h", "general@v2.0")
+    gap_line = "op count vs XLA's default: R 9 > D 8 x 1.05 (vs_default 0.8889)"
+    assert split_known([gap_line, "op count vs baseline: R 9 > baseline R 8"], [gap]) == (
+        ["op count vs baseline: R 9 > baseline R 8"],
+        [gap_line],
+    )
+    [closed] = split_known([], [gap])[0]
+    assert closed.startswith("known gap closed: op count vs XLA's default passes now")
+    path.write_text('[[gap]]\ngraph = "g"\npolicy = "general"\ngate = "speed"\nreason = "r"\ndate = "d"\n')
+    with pytest.raises(UserInputError, match=r"gap 1: unknown gate 'speed'"):
+        load_known_gaps(path)
+    path.write_text('[[gap]]\ngraph = "g"\n')
+    with pytest.raises(UserInputError, match=r"gap 1 lacks policy, gate, reason, date$"):
+        load_known_gaps(path)
+    path.write_text("[[gap]\n")
+    with pytest.raises(UserInputError, match="not a readable known-gaps file"):
+        load_known_gaps(path)
