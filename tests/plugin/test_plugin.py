@@ -219,3 +219,19 @@ def test_a_compiler_not_added_stops_the_session_in_one_line(pytester):
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--xlabench-compiler", "0.9.1")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*xlabench: jaxlib 0.9.1 is not added: run `xlabench compilers add 0.9.1`*"])
+
+
+def test_a_user_graph_without_baselines_is_judged_on_the_other_gates_and_said_so(pytester, tmp_path):
+    from xlabench.graphs import resolve_graphs
+
+    [graph] = resolve_graphs(GRAPH)
+    graphs = tmp_path / "mine"
+    graphs.mkdir()
+    (graphs / "step.hlo").write_text(graph.hlo_text())
+    pytester.makepyfile(test_suite=SUITE)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-k", "policy_on_graph", "--xlabench-graphs", str(graphs),
+        "--xlabench-policy", "general", "--xlabench-baselines", str(tmp_path / "none"),
+    )  # fmt: skip
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*xlabench: 1 graph x policy, 0 failed*", "step*general@v*ok*(no baseline)"])

@@ -475,7 +475,16 @@ class SessionSummary:
         for row in shown:
             terminalreporter.write_line(_summary_line(row))
         if len(shown) < len(rows):
-            terminalreporter.write_line(f"... {len(rows) - len(shown)} more (every gate passed)")
+            hidden = [row for row in rows if row not in shown]
+            unjudged = sum(1 for row in hidden if not row.get("runtime_judged", True))
+            unbased = sum(1 for row in hidden if row["baseline_R"] is None)
+            # Only what was judged passed: say what was not (runtime under the floor, no baseline).
+            caveats = ""
+            if unjudged:
+                caveats += f"; {unjudged} with runtime not judged"
+            if unbased:
+                caveats += f"; {unbased} without a baseline"
+            terminalreporter.write_line(f"... {len(hidden)} more (every gate judged passed{caveats})")
         if settings.report:
             terminalreporter.write_line(f"xlabench: report written to {settings.report}")
 
@@ -494,6 +503,8 @@ def _summary_line(row: dict[str, Any]) -> str:
     gates = "; ".join(part for part in (gates, known) if part) or "ok"
     if not row.get("runtime_judged", True):
         gates += f" (runtime not judged: default {number(row.get('default_ms'), 3)} ms)"
+    if row["baseline_R"] is None:
+        gates += " (no baseline)"
     if row.get("changed_by"):
         gates += f"; changed by {row['changed_by']}"
     return f"{row['graph'][:44]:44} {row['policy'][:14]:14} {ops:>27} {versus:>7} {runtime:>17}  {gates}"
