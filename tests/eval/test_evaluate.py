@@ -131,6 +131,6 @@ def test_a_graph_whose_outputs_differ_is_counted_and_named_in_the_report():
     assert (summary["failed"], summary["outputs_differ"], summary["not_executed"]) == (0, 1, 1)
     table = markdown("t", [row, differing, unexecuted], summary)
     assert "| h | 10 | 8 | 8 | 1.0000 | 1.000 | outputs differ | 3 | algsimp |" in table
-    assert "| k | 10 | 8 | 8 | 1.0000 | 1.000 | not executed | 3 | algsimp |" in table
+    assert "| k | 10 | 8 | 8 | 1.0000 | 1.000 | not run | 3 | algsimp |" in table
     assert f"- h: outputs differ from XLA's default executable: {problem}\n" in table
     assert table.rstrip().endswith(f"- k: {failure}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from xlabench.errors import UserInputError
-from xlabench.plugin.gates import Tolerances, judge, load_known_gaps, split_known
+from xlabench.plugin.gates import KnownGap, Tolerances, judge, load_known_gaps, split_known
 
 
 def measured_row(default_ms: float, ratio: float) -> dict:
@@ -46,9 +46,14 @@ def test_known_gaps_are_read_checked_and_matched_by_gate(tmp_path):
     assert split_known([gap_line, "op count vs baseline: R 9 > baseline R 8"], [gap]) == (
         ["op count vs baseline: R 9 > baseline R 8"],
         [gap_line],
+        [gap],
     )
     [closed] = split_known([], [gap])[0]
     assert closed.startswith("known gap closed: op count vs XLA's default passes now")
+    # Not judged is not closed: a policy that could not run, a runtime under the floor.
+    assert split_known(["the policy could not be run: x"], [gap])[0] == ["the policy could not be run: x"]
+    runtime_gap = KnownGap("g", "general", "runtime vs XLA's default", "r", "d")
+    assert split_known([], [runtime_gap], runtime_judged=False) == ([], [], [])
     path.write_text('[[gap]]\ngraph = "g"\npolicy = "general"\ngate = "speed"\nreason = "r"\ndate = "d"\n')
     with pytest.raises(UserInputError, match=r"gap 1: unknown gate 'speed'"):
         load_known_gaps(path)

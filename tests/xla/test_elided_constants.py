@@ -55,3 +55,14 @@ def test_an_elided_constant_of_a_type_xlabench_cannot_fill_is_one_clear_error():
     message = r"^weights\.hlo: cannot fill an elided constant of element type f8e4m3fn$"
     with pytest.raises(UserInputError, match=message):
         fill_elided_constants(text, "weights.hlo")
+
+
+def test_an_elided_constant_of_a_tuple_shape_is_refused_not_left_to_xla():
+    text = ELIDED.replace(
+        "  k = s32[5]{0} constant({...})\n",
+        "  k = s32[5]{0} constant({...})\n  q = (f32[2], s32[]) constant({...})\n",
+    )
+    with pytest.raises(
+        UserInputError, match=r"^w\.hlo: cannot fill the elided constant q \(only array shapes\)$"
+    ):
+        fill_elided_constants(text, "w.hlo")

@@ -152,7 +152,7 @@ def _print_table(policy: str, rows: list[dict[str, Any]], summary: dict[str, Any
             continue
         runtime = "-" if row["runtime_ratio"] is None else f"{row['runtime_ratio']:.3f}"
         if "error" in row:
-            runtime = "differs" if "outputs_differ" in row else "error"
+            runtime = "differs" if "outputs_differ" in row else "not run"
         print(
             f"{row['name']:52} {row['I']:6} {row['D']:6} {row['R']:6} {row['vs_default']:10.4f} "
             f"{runtime:>8} {row['calls']:6}"

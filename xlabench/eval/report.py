@@ -37,7 +37,7 @@ def markdown(title: str, rows: list[dict[str, Any]], summary: dict[str, Any]) ->
         sequence = " ".join(row["sequence"])
         runtime = _figure(row["runtime_ratio"], 3)
         if "error" in row:
-            runtime = "outputs differ" if "outputs_differ" in row else "not executed"
+            runtime = "outputs differ" if "outputs_differ" in row else "not run"
         lines.append(
             f"| {row['name']} | {row['I']} | {row['D']} | {row['R']} | {row['vs_default']:.4f} | "
             f"{_figure(row['reduction_ratio'], 3)} | {runtime} | {row['calls']} | {sequence} |"

@@ -19,12 +19,15 @@ from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xlabench.errors import UserInputError
 from xlabench.files import write_atomically
 from xlabench.graphs import storage
 from xlabench.graphs.suite import GraphSpec, suite
+
+if TYPE_CHECKING:
+    from xlabench.models.common import Program
 from xlabench.xla.module import HloModule
 
 _MODULE_HEADER = re.compile(r"^HloModule [^\s,]+")
@@ -95,9 +98,15 @@ def _lower_with_version(spec: GraphSpec) -> tuple[str, str]:
         return _lower_tensorflow(spec)
     import jax
 
-    program = spec.program()
+    return lower_program(spec.program(), spec.name), jax.__version__
+
+
+def lower_program(program: Program, name: str) -> str:
+    """A jax program's normalised HLO text, its module named after `name` (imports jax)."""
+    import jax
+
     text = jax.jit(program.fn).lower(*program.args).compiler_ir("hlo").as_hlo_text()
-    return normalize_hlo(text, spec.name), jax.__version__
+    return normalize_hlo(text, name)
 
 
 def _lower_tensorflow(spec: GraphSpec) -> tuple[str, str]:

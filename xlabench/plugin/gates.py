@@ -219,17 +219,24 @@ def load_known_gaps(path: Path) -> list[KnownGap]:
     return gaps
 
 
-def split_known(failures: list[str], gaps: list[KnownGap]) -> tuple[list[str], list[str]]:
-    """(failures still standing, failures a listed gap covers), plus one failure per listed gap that
-    closed: a listed gap whose gate passed is reported (strict), so the list is kept true."""
-    known = [failure for failure in failures if any(failure.startswith(gap.gate) for gap in gaps)]
+def split_known(
+    failures: list[str], gaps: list[KnownGap], runtime_judged: bool = True
+) -> tuple[list[str], list[str], list[KnownGap]]:
+    """(failures still standing, failures a listed gap covers, the gaps that covered them).
+
+    A listed gap whose gate was judged and passed is a failure of its own (strict), so the list is kept
+    true; a gate that was not judged (the policy could not run, a runtime under the floor) closes nothing.
+    """
+    matched = [gap for gap in gaps if any(failure.startswith(gap.gate) for failure in failures)]
+    known = [failure for failure in failures if any(failure.startswith(gap.gate) for gap in matched)]
     standing = [failure for failure in failures if failure not in known]
+    measured = not any(failure.startswith("the policy could not be run") for failure in failures)
     standing += [
         f"known gap closed: {gap.gate} passes now; remove it from {KNOWN_GAPS_FILE} ({gap.reason})"
         for gap in gaps
-        if not any(failure.startswith(gap.gate) for failure in failures)
+        if gap not in matched and measured and (runtime_judged or not gap.gate.startswith("runtime"))
     ]
-    return standing, known
+    return standing, known, matched
 
 
 def default_median_ms(row: dict[str, Any]) -> float | None:

@@ -355,6 +355,7 @@ class Judge:
             baseline = stored.get(case.graph.name) if stored is not None else None
             self.driver.check_disabled_passes()
             gaps = [gap for gap in self.known_gaps() if gap.covers(case.graph.name, policy.label)]
+            in_scope = self.in_scope(policy, case.graph.name)
         except UserInputError as error:
             pytest.fail(f"xlabench: {error}", pytrace=False)
         row = measure(self.driver, case.graph, policy, self.settings.repeats, self.settings.min_run_seconds)
@@ -370,7 +371,7 @@ class Judge:
                 row, failures = again, confirmed
             else:
                 row["runtime_ratios_measured"] = [row.get("runtime_ratio"), again.get("runtime_ratio")]
-        if stored is not None and baseline is None and self.in_scope(policy, case.graph.name):
+        if stored is not None and baseline is None and in_scope:
             # A suite graph in the policy's scope with nothing to hold it to would pass gate (b) unjudged.
             failures.append(
                 f"no baseline for {case.graph.name} (run `xlabench baselines update --policy "
@@ -391,11 +392,9 @@ class Judge:
             origin,
             changed_by=changed_by,
         )
-        verdict.failures, verdict.known = split_known(failures, gaps)
-        verdict.known_reasons = [
-            gap.describe() for gap in gaps if any(failure.startswith(gap.gate) for failure in verdict.known)
-        ]
         verdict.runtime_judged = runtime_judged(row, self.settings.tolerances)
+        verdict.failures, verdict.known, matched = split_known(failures, gaps, verdict.runtime_judged)
+        verdict.known_reasons = [gap.describe() for gap in matched]
         return verdict
 
     def close(self) -> None:

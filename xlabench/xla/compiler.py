@@ -641,27 +641,29 @@ def compile_and_run_interleaved(
         executable, loaded = executable_cache.compiled(
             text, overrides, functools.partial(_compile, text, overrides)
         )
+        compile_seconds = time.perf_counter() - started
         optimized = to_text(adapter.optimized_module(executable))
-        compiled.append((executable, time.perf_counter() - started, loaded, optimized))
+        compiled.append((executable, compile_seconds, loaded, optimized, donated_parameters(optimized)))
 
-    def arguments(optimized: str) -> list[Any]:
+    def arguments(donated: frozenset[int]) -> list[Any]:
         """The buffers for one run: a donated parameter gets a fresh copy (its buffer is consumed)."""
-        donated = donated_parameters(optimized)
         if not donated:
             return buffers
         return [
-            adapter.put_on_device(np.array(value, copy=True)) if index in donated else buffer
-            for index, (value, buffer) in enumerate(zip(values, buffers, strict=True))
+            # Copied first: on the CPU a device buffer may share the numpy array's memory, and a donated
+            # buffer is written by the run.
+            adapter.put_on_device(np.array(values[index], copy=True)) if index in donated else buffer
+            for index, buffer in enumerate(buffers)
         ]
 
     answers: list[dict[str, Any]] = []
     try:
         with _one_core():
-            for executable, compile_seconds, loaded, optimized in compiled:
+            for executable, compile_seconds, loaded, optimized, donated in compiled:
                 answers.append(
                     {
                         "outputs": [
-                            np.asarray(array) for array in adapter.execute(executable, arguments(optimized))
+                            np.asarray(array) for array in adapter.execute(executable, arguments(donated))
                         ],
                         "compile_seconds": compile_seconds,
                         "from_executable_cache": loaded,
@@ -670,15 +672,15 @@ def compile_and_run_interleaved(
                     }
                 )
             for _ in range(warmup):
-                for executable, _, _, optimized in compiled:
-                    adapter.execute(executable, arguments(optimized))
+                for executable, _, _, _, donated in compiled:
+                    adapter.execute(executable, arguments(donated))
             rounds = 0
             while rounds < repeats or (
                 rounds < MAX_TIMED_ROUNDS
                 and min(sum(answer["run_seconds"]) for answer in answers) < min_seconds
             ):
-                for (executable, _, _, optimized), answer in zip(compiled, answers, strict=True):
-                    run_arguments = arguments(optimized)  # copies made before the clock starts
+                for (executable, _, _, _, donated), answer in zip(compiled, answers, strict=True):
+                    run_arguments = arguments(donated)  # copies made before the clock starts
                     begun = time.perf_counter()
                     adapter.execute(executable, run_arguments)
                     answer["run_seconds"].append(time.perf_counter() - begun)

@@ -41,7 +41,11 @@ def fill_elided_constants(text: str, source: str = "<text>") -> tuple[str, int]:
         generator = np.random.default_rng(int.from_bytes(seed[:8], "little"))
         return match.group("head") + _literal(_values(generator, element_type, shape, source)) + ")"
 
-    return ELIDED_CONSTANT.sub(fill, text), count
+    filled = ELIDED_CONSTANT.sub(fill, text)
+    left = re.search(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=.*constant\(\{\.\.\.\}\)", filled, re.MULTILINE)
+    if left:  # a tuple-shaped or dynamic constant: XLA would fill it from its counter, differently each time
+        raise UserInputError(f"{source}: cannot fill the elided constant {left.group(1)} (only array shapes)")
+    return filled, count
 
 
 def _values(generator: np.random.Generator, element_type: str, shape: tuple[int, ...], source: str) -> list:

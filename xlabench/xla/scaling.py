@@ -74,14 +74,11 @@ def register(bench_subparsers: Any) -> None:
 
 def lower_stack(layers: int) -> str:
     """HLO text of a GPT-2 forward pass with `layers` blocks (imports jax: run it in a subprocess)."""
-    import jax
-
-    from xlabench.graphs.build import normalize_hlo
+    from xlabench.graphs.build import lower_program
     from xlabench.models import gpt2
 
     program = gpt2.make_inference_program({**STACK_CONFIG, "layers": layers})
-    text = jax.jit(program.fn).lower(*program.args).compiler_ir("hlo").as_hlo_text()
-    return normalize_hlo(text, f"gpt2-stack-l{layers}")
+    return lower_program(program, f"gpt2-stack-l{layers}")
 
 
 def _sizes(spec: str) -> list[int]:
@@ -103,8 +100,8 @@ def run_scaling_benchmark(args: argparse.Namespace) -> int:
     actions = driver.catalogue.action_passes(args.actions)
     with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as lowering:
         # Ops a layer, from a one- and a two-layer stack: the depth each target size needs.
-        one, two = (driver.load(text).op_count for text in lowering.map(lower_stack, [1, 2]))
-        per_layer, base = two - one, 2 * one - two
+        one, two = (driver.features(driver.load(text)).op_count for text in lowering.map(lower_stack, [1, 2]))
+        per_layer, base = max(1, two - one), 2 * one - two
         depths = [max(1, round((size - base) / per_layer)) for size in sizes]
         texts = list(lowering.map(lower_stack, depths))
     rows = []
@@ -138,7 +135,7 @@ def _measure(driver: PassDriver, layers: int, text: str, actions: list[str]) -> 
         op_count=op_count,
         text_bytes=len(text.encode()),
         load_seconds=load_seconds,
-        median_step_seconds=statistics.median(steps),
+        median_step_seconds=statistics.median(steps) if steps else float("nan"),
         steps=len(steps),
         default_pipeline_seconds=default_seconds,
         full_compile_seconds=driver.full_compile_seconds(module),

@@ -315,22 +315,27 @@ def _normalized(header: list[str], blocks: list[list[str]], structure: ModuleStr
 
 
 _ALIAS_ENTRY = re.compile(r"\{[\d,\s]*\}:\s*\((\d+),")
+_DONOR_ENTRY = re.compile(r"\((\d+),")
 
 
 def donated_parameters(text: str) -> frozenset[int]:
-    """Entry parameters whose buffers an executable may take over (`input_output_alias` in the header).
+    """Entry parameters whose buffers an executable may take over: `input_output_alias` and
+    `buffer_donor` in the module's header.
 
     jax's `donate_argnums` and torch-xla's in-place updates write them: a run consumes those buffers,
     so each run of such an executable needs its own copies of them.
     """
-    header = text.split("\n", 1)[0]
-    start = header.find("input_output_alias={")
-    if start < 0:
-        return frozenset()
-    depth, end = 0, start + len("input_output_alias=")
-    for position in range(end, len(header)):  # to the brace that closes the alias list
-        depth += {"{": 1, "}": -1}.get(header[position], 0)
-        end = position
-        if depth == 0:
-            break
-    return frozenset(int(number) for number in _ALIAS_ENTRY.findall(header[start : end + 1]))
+    header = text[: text.find("\n")] if "\n" in text else text
+    donated: set[int] = set()
+    for attribute, entry in (("input_output_alias=", _ALIAS_ENTRY), ("buffer_donor=", _DONOR_ENTRY)):
+        start = header.find(attribute + "{")
+        if start < 0:
+            continue
+        depth, end = 0, start + len(attribute)
+        for position in range(end, len(header)):  # to the brace that closes the list
+            depth += {"{": 1, "}": -1}.get(header[position], 0)
+            end = position
+            if depth == 0:
+                break
+        donated.update(int(number) for number in entry.findall(header[start + len(attribute) : end + 1]))
+    return frozenset(donated)
