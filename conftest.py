@@ -1,11 +1,16 @@
-"""Session-wide test settings: caches and crash reproducers go to a per-run temporary directory
-(added compilers stay in the user's cache).
+"""Session-wide test settings.
 
-pytest-xdist workers share one directory per run (keyed by the run's id), so the transition cache
-is exercised by several processes at once, as in a user's `pytest -n auto`.
+The suite runs on the kept cache, as a user's `pytest -n auto` does: `$XLABENCH_CACHE_DIR` (default
+`~/.cache/xlabench`) holds the transitions, the executables, the Hypothesis database and crash
+reproducers between runs, so the second run of an unchanged compiler is warm. Every cached result is
+keyed by the compiler build (`xlabench.xla.build`): a rebuilt jaxlib or changed driver code starts
+cold by itself. A test that needs an empty cache makes its own (`tmp_path`), and it goes with the test.
+
+pytest-xdist workers share the cache, so the transition cache is exercised by several processes at once.
 """
 
 import os
+import shutil
 import tempfile
 
 import pytest
@@ -16,10 +21,14 @@ if "XLABENCH_COMPILERS_DIR" not in os.environ:
 
     os.environ["XLABENCH_COMPILERS_DIR"] = compilers_directory()
 
-_run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID") or f"pid{os.getpid()}"
-_directory = os.path.join(tempfile.gettempdir(), f"xlabench-test-{_run_id}")
-os.environ.setdefault("XLABENCH_CACHE_DIR", os.path.join(_directory, "cache"))
-os.environ.setdefault("XLABENCH_CRASH_DIR", os.path.join(_directory, "crashes"))
+# This run's scratch folder: made by the first process (the xdist controller, or a serial run), inherited
+# by the workers, removed when the run ends.
+_RUN_DIRECTORY_VARIABLE = "XLABENCH_TEST_RUN_DIR"
+if _RUN_DIRECTORY_VARIABLE not in os.environ:
+    os.environ[_RUN_DIRECTORY_VARIABLE] = tempfile.mkdtemp(prefix="xlabench-test-")
+    _owns_run_directory = True
+else:
+    _owns_run_directory = False
 
 # The plugin's own tests run pytest on generated test files.
 pytest_plugins = ["pytester"]
@@ -37,8 +46,13 @@ def second_compiler():
 
     from xlabench.xla.compilers import COMPILERS_DIRECTORY_VARIABLE, add_compiler
 
-    directory = os.path.join(_directory, "compilers")
-    os.makedirs(_directory, exist_ok=True)
-    with FileLock(os.path.join(_directory, "compilers.lock")), pytest.MonkeyPatch.context() as patch:
-        patch.setenv(COMPILERS_DIRECTORY_VARIABLE, directory)
+    run_directory = os.environ[_RUN_DIRECTORY_VARIABLE]
+    with FileLock(os.path.join(run_directory, "compilers.lock")), pytest.MonkeyPatch.context() as patch:
+        patch.setenv(COMPILERS_DIRECTORY_VARIABLE, os.path.join(run_directory, "compilers"))
         return add_compiler(SECOND_RELEASE, progress=lambda line: None)
+
+
+def pytest_unconfigure(config):
+    """The run's scratch folder goes when the process that made it ends its run."""
+    if _owns_run_directory:
+        shutil.rmtree(os.environ[_RUN_DIRECTORY_VARIABLE], ignore_errors=True)

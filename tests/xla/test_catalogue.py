@@ -9,7 +9,7 @@ import pytest
 
 from xlabench.errors import UserInputError
 from xlabench.xla import catalogue
-from xlabench.xla.cache import cache_directory
+from xlabench.xla.compilers import resolve_compiler
 
 SAMPLE_LOG = """\
 I0000 hlo_pass_pipeline.cc:303] Running HLO pass pipeline on module m: outer
@@ -117,9 +117,12 @@ def test_installed_pipeline_is_discovered_and_classified():
     assert positions == sorted(positions)
 
 
-def test_catalogue_is_cached_per_jaxlib_version_and_survives_a_damaged_cache(monkeypatch):
+def test_catalogue_is_cached_per_compiler_build_and_survives_a_damaged_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("XLABENCH_CACHE_DIR", str(tmp_path))  # the file is damaged below: not the kept cache
+    monkeypatch.setattr(catalogue, "_loaded", {})
     found = catalogue.load_catalogue()
-    path = os.path.join(cache_directory(), f"catalogue-jaxlib-{found.jaxlib_version}.json")
+    path = catalogue.catalogue_path(resolve_compiler())
+    assert os.path.dirname(path) == str(tmp_path) and found.jaxlib_version in os.path.basename(path)
     with open(path) as handle:
         assert json.load(handle)["jaxlib_version"] == found.jaxlib_version
     with open(path, "w") as handle:

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from xlabench.plugin.benchmarks import Benchmarks
 from xlabench.plugin.gates import MIN_RUN_SECONDS, Tolerances
 
 PROPERTY_VERDICT = "xlabench-verdict"
@@ -35,6 +36,8 @@ class Settings:
     tolerances: Tolerances
     repeats: int
     min_run_seconds: float
+    # False with --xlabench-no-runtime: gate (c) is off (outputs are still compared, gate (d)).
+    runtime: bool
     baselines: Path | None
     compiler: str | None
     examples: int
@@ -51,6 +54,15 @@ class Case:
 
 
 SETTINGS = pytest.StashKey[Settings]()
+
+# The tiers: `pytest -m smoke` is every test not marked slow plus one gate per family and policy (on
+# the family's smallest graph, runtime gate included); the full command runs everything.
+MARKERS = (
+    "slow: long-running; left out of `-m smoke` (the suite's gates beyond one per family and policy, "
+    "training, compiler changes, pytest-in-pytest runs)",
+    "smoke: the fast tier (`pytest -m smoke -n auto`): every test not marked slow, and one suite gate per "
+    "graph family and policy, on the family's smallest graph",
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -117,6 +129,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=f"time each executable at least this long in all, past the repeats (default {MIN_RUN_SECONDS})",
     )
     group.addoption(
+        "--xlabench-no-runtime",
+        action="store_true",
+        help="turn the runtime gate (c) off: executables are still compiled, run once and their outputs "
+        "compared (gate d), but not timed; the summary says so",
+    )
+    group.addoption(
         "--xlabench-baselines",
         metavar="DIR",
         help="baselines directory (default: $XLABENCH_BASELINES_DIR, else baselines/ beside the package)",
@@ -153,13 +171,17 @@ def pytest_configure(config: pytest.Config) -> None:
         ),
         repeats=option("xlabench_repeats"),
         min_run_seconds=option("xlabench_min_run_time"),
+        runtime=not option("xlabench_no_runtime"),
         baselines=Path(option("xlabench_baselines")) if option("xlabench_baselines") else None,
         compiler=option("xlabench_compiler"),
         examples=option("xlabench_examples"),
         seed=option("xlabench_seed"),
     )
     config.stash[SETTINGS] = settings
+    for marker in MARKERS:
+        config.addinivalue_line("markers", marker)
     config.pluginmanager.register(SessionSummary(config), "xlabench-summary")
+    config.pluginmanager.register(Benchmarks(config), "xlabench-benchmarks")
     _check_given_options(config, settings)
 
 
@@ -244,6 +266,34 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     cases.sort(key=lambda case: -case.graph.instruction_count)
     ids = [f"{case.graph.name}|{case.policy_label}" for case in cases]
     metafunc.parametrize("xlabench_case", cases, ids=ids)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tiers: a suite gate is smoke when its graph is the smallest of its family for its policy,
+    else slow; any other test is smoke unless it is marked slow."""
+    smallest: dict[tuple[str, str], tuple[int, str]] = {}
+    for item in items:
+        case = _case_of(item)
+        if case is not None:
+            key = (case.policy_label, case.graph.family)
+            candidate = (case.graph.instruction_count, case.graph.name)
+            smallest[key] = min(smallest.get(key, candidate), candidate)
+    for item in items:
+        case = _case_of(item)
+        if case is None:
+            if item.get_closest_marker("slow") is None:
+                item.add_marker(pytest.mark.smoke)
+        elif smallest[(case.policy_label, case.graph.family)][1] == case.graph.name:
+            item.add_marker(pytest.mark.smoke)
+        else:
+            item.add_marker(pytest.mark.slow)
+
+
+def _case_of(item: pytest.Item) -> Case | None:
+    """The graph x policy a collected suite gate judges, or None for any other test."""
+    callspec = getattr(item, "callspec", None)
+    case = callspec.params.get("xlabench_case") if callspec is not None else None
+    return case if isinstance(case, Case) else None
 
 
 @dataclass(frozen=True)
@@ -358,7 +408,12 @@ class Judge:
             in_scope = self.in_scope(policy, case.graph.name)
         except UserInputError as error:
             pytest.fail(f"xlabench: {error}", pytrace=False)
-        row = measure(self.driver, case.graph, policy, self.settings.repeats, self.settings.min_run_seconds)
+        settings = self.settings
+        if settings.runtime:
+            row = measure(self.driver, case.graph, policy, settings.repeats, settings.min_run_seconds)
+        else:  # gate (c) off: both executables still run once, for gate (d); no ratio to judge
+            row = measure(self.driver, case.graph, policy, repeats=1, min_run_seconds=0.0)
+            row.update(runtime_ratio=None, run_seconds={})
         failures = judge(row, baseline, self.settings.tolerances)
         if any(failure.startswith("runtime") for failure in failures):
             # Runtimes are noisy on a busy machine: a runtime failure stands only if a second measurement
@@ -392,7 +447,7 @@ class Judge:
             origin,
             changed_by=changed_by,
         )
-        verdict.runtime_judged = runtime_judged(row, self.settings.tolerances)
+        verdict.runtime_judged = self.settings.runtime and runtime_judged(row, self.settings.tolerances)
         verdict.failures, verdict.known, matched = split_known(failures, gaps, verdict.runtime_judged)
         verdict.known_reasons = [gap.describe() for gap in matched]
         return verdict
@@ -460,6 +515,7 @@ class SessionSummary:
             return
         change = f", {', '.join(settings.disabled_passes)} disabled" if settings.disabled_passes else ""
         change += f", on jaxlib {rows[0]['jaxlib']}" if rows else ""
+        change += "" if settings.runtime else ", runtime gate off (--xlabench-no-runtime)"
         failed = sum(1 for row in rows if row["failures"])
         known = sum(1 for row in rows if row.get("known") and not row["failures"])
         terminalreporter.write_sep(
@@ -479,7 +535,9 @@ class SessionSummary:
             unbased = sum(1 for row in hidden if row["baseline_R"] is None)
             # Only what was judged passed: say what was not (runtime under the floor, no baseline).
             caveats = ""
-            if unjudged:
+            if unjudged and not settings.runtime:
+                caveats += "; runtime not judged (--xlabench-no-runtime)"
+            elif unjudged:
                 caveats += f"; {unjudged} with runtime not judged"
             if unbased:
                 caveats += f"; {unbased} without a baseline"
@@ -500,7 +558,7 @@ def _summary_line(row: dict[str, Any]) -> str:
     gates = "; ".join(failure.split(":", 1)[0] for failure in row["failures"])
     known = "; ".join(f"known: {failure.split(':', 1)[0]}" for failure in row.get("known", []))
     gates = "; ".join(part for part in (gates, known) if part) or "ok"
-    if not row.get("runtime_judged", True):
+    if not row.get("runtime_judged", True) and row.get("default_ms") is not None:
         gates += f" (runtime not judged: default {number(row.get('default_ms'), 3)} ms)"
     if row["baseline_R"] is None:
         gates += " (no baseline)"

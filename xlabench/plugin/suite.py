@@ -6,9 +6,9 @@
         test_policy_on_graph,
     )
 
-`test_policy_on_graph` runs once per graph and policy (the plugin parametrizes it); its runtime
-measurements go through pytest-benchmark's `benchmark` fixture, so `--benchmark-autosave` and
-`--benchmark-compare` keep and compare them in a serial run.
+`test_policy_on_graph` runs once per graph and policy (the plugin parametrizes it); the policy
+executable's timed runs go to pytest-benchmark (`xlabench.plugin.benchmarks`), so `--benchmark-autosave`,
+`--benchmark-save` and `--benchmark-compare` keep and compare them, with `-n auto` too.
 """
 
 from __future__ import annotations
@@ -17,55 +17,38 @@ from typing import Any
 
 import pytest
 
+from xlabench.plugin.benchmarks import BENCHMARK_GROUP, PROPERTY_RUNS, BenchmarkRuns
 from xlabench.plugin.plugin import PROPERTY_COVERAGE, PROPERTY_VERDICT
 from xlabench.plugin.semantics import replay_miscompile
 
-_recorded: list[float] = []
-_clock = [0.0]
 
-
-def executable_clock() -> float:
-    """pytest-benchmark's timer here: a clock that advances by the recorded runs of the policy's executable.
-
-    The executable runs in a compiler worker, interleaved with XLA's default executable; the worker
-    times each run. Replaying those times through this clock gives pytest-benchmark the executable's
-    own run times, not the cost of asking the worker.
-    """
-    return _clock[0]
-
-
-def _next_recorded_run() -> None:
-    _clock[0] += _recorded.pop(0)
-
-
-def _record_runs(benchmark: Any, run_seconds: list[float]) -> None:
-    """Hand the measured runs to pytest-benchmark (a no-op when it is disabled, e.g. under xdist)."""
-    if benchmark.disabled or not run_seconds:
-        return
-    _recorded[:] = list(run_seconds)
-    benchmark.pedantic(_next_recorded_run, rounds=len(run_seconds), iterations=1)
-
-
-@pytest.mark.benchmark(timer=executable_clock, group="xlabench: policy executables")
-# Under xdist pytest-benchmark disables itself (it says so once) and the fixture records nothing: the
-# runtime gate measures anyway, so its "fixture was not used" warning would only repeat once a graph.
+@pytest.mark.benchmark(group=BENCHMARK_GROUP)
+# The runs are timed in a compiler worker and handed to pytest-benchmark by the plugin (`Benchmarks`),
+# in a serial run and under xdist alike; the fixture is requested so that --benchmark-skip/-only apply.
 @pytest.mark.filterwarnings("ignore:Benchmark fixture was not used at all in this test")
 def test_policy_on_graph(
-    xlabench_case: Any, xlabench_judge: Any, benchmark: Any, record_property: Any
+    xlabench_case: Any, xlabench_judge: Any, benchmark: Any, record_property: Any, request: Any
 ) -> None:
     """A policy on a graph passes every gate: op count vs XLA's default and the baseline, runtime, outputs."""
     verdict = xlabench_judge.verdict(xlabench_case)
     record_property(PROPERTY_VERDICT, verdict.summary())
     runs = verdict.row.get("run_seconds") or {}
-    benchmark.extra_info.update(
-        {
-            "R": verdict.row.get("R"),
-            "D": verdict.row.get("D"),
-            "runtime_ratio": verdict.row.get("runtime_ratio"),
-            "default_median_seconds": _median(runs.get("default", [])),
-        }
-    )
-    _record_runs(benchmark, runs.get("sequence", []))
+    if verdict.runtime_judged and runs.get("sequence"):
+        record_property(
+            PROPERTY_RUNS,
+            BenchmarkRuns(
+                name=request.node.name,
+                fullname=request.node.nodeid,
+                param=request.node.callspec.id,
+                run_seconds=list(runs["sequence"]),
+                extra_info={
+                    "R": verdict.row.get("R"),
+                    "D": verdict.row.get("D"),
+                    "runtime_ratio": verdict.row.get("runtime_ratio"),
+                    "default_median_seconds": _median(runs.get("default", [])),
+                },
+            ).to_dict(),
+        )
     if verdict.failures:
         pytest.fail(verdict.message(), pytrace=False)
     if verdict.known:

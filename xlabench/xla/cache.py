@@ -1,12 +1,14 @@
 """Persistent caches: where they live, and the transition cache.
 
-The transition cache maps (jaxlib version, module fingerprint, key) to the module after that
+The transition cache maps (compiler build, module fingerprint, key) to the module after that
 transition, or to the error it gave; the driver's key names the transition and digests everything
-else that decides its result (see `PassDriver.cache_key`). The file name carries the schema
-(`CACHE_SCHEMA`, which includes the fingerprint version), so records keyed by an older fingerprint
-are never read. It is one SQLite database in WAL mode, so several processes (pytest-xdist workers,
-parallel environments) read and write it at once; each write is one transaction. When it grows past
-`$XLABENCH_CACHE_MAX_MB` (default 4096), the oldest records are dropped.
+else that decides its result (see `PassDriver.cache_key`). The compiler build
+(`xlabench.xla.build`) is the jaxlib release with digests of its native code and of xlabench's driver
+code, so a cache kept between runs never answers for a rebuilt compiler or changed driver. The file
+name carries the schema (`CACHE_SCHEMA`, which includes the fingerprint version), so records keyed by
+an older fingerprint are never read. It is one SQLite database in WAL mode, so several processes
+(pytest-xdist workers, parallel environments) read and write it at once; each write is one
+transaction. When it grows past `$XLABENCH_CACHE_MAX_MB` (default 4096), the oldest records are dropped.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from xlabench.xla.structure import FINGERPRINT_VERSION
 
 # Part of the database's file name: a cache written under another schema is never read.
 # Bump it (or FINGERPRINT_VERSION) whenever a key or a record would mean something else.
-CACHE_SCHEMA = f"v3-f{FINGERPRINT_VERSION}"
+CACHE_SCHEMA = f"v4-f{FINGERPRINT_VERSION}"
 DEFAULT_MAX_MEGABYTES = 4096
 # How often (in writes) the size is checked, and what share of the records an eviction drops.
 _SIZE_CHECK_EVERY = 256
@@ -40,7 +42,7 @@ def cache_directory() -> str:
 
 
 class TransitionCache:
-    """(jaxlib version, fingerprint, pass) -> result record; safe across processes and threads."""
+    """(compiler build, fingerprint, pass) -> result record; safe across processes and threads."""
 
     def __init__(self, path: str | None = None, max_megabytes: float | None = None) -> None:
         self.path = path or os.path.join(cache_directory(), f"transitions-{CACHE_SCHEMA}.sqlite")

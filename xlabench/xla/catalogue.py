@@ -42,7 +42,7 @@ from xlabench.errors import UserInputError
 from xlabench.files import write_atomically
 from xlabench.xla import pool as compiler_pool
 from xlabench.xla.cache import cache_directory
-from xlabench.xla.compilers import Compiler, resolve_compiler
+from xlabench.xla.compilers import Compiler, compiler_build, resolve_compiler
 
 # Where "default" and "after a sequence" are both counted: just before this pass runs.
 COUNTING_POINT_PASS = "layout-assignment"
@@ -554,13 +554,18 @@ def discover(compiler: Compiler, timeout: float = 600) -> PassCatalogue:
 _loaded: dict[str, PassCatalogue] = {}
 
 
+def catalogue_path(compiler: Compiler) -> str:
+    """Where a compiler's discovered catalogue is kept: one file per build (a rebuilt jaxlib rediscovers)."""
+    return os.path.join(cache_directory(), f"catalogue-jaxlib-{compiler_build(compiler)}.json")
+
+
 def load_catalogue(refresh: bool = False, compiler: Compiler | None = None) -> PassCatalogue:
     """A compiler's catalogue (default: `resolve_compiler()`), from the cache or discovered and cached."""
     compiler = compiler or resolve_compiler()
     version = compiler.version
     if version in _loaded and not refresh:
         return _loaded[version]
-    path = os.path.join(cache_directory(), f"catalogue-jaxlib-{version}.json")
+    path = catalogue_path(compiler)
     if not refresh and os.path.exists(path):
         try:
             with open(path) as handle:

@@ -27,6 +27,7 @@ from importlib import metadata
 
 from xlabench.errors import UserInputError
 from xlabench.files import write_atomically
+from xlabench.xla.build import build_identity
 from xlabench.xla.cache import cache_directory
 from xlabench.xla.releases import check_supported, parse_version
 
@@ -46,6 +47,17 @@ class Compiler:
     def label(self) -> str:
         """How listings name it."""
         return f"jaxlib {self.version}" + ("" if self.managed else " (installed)")
+
+
+_builds: dict[tuple[str, str], str] = {}
+
+
+def compiler_build(compiler: Compiler) -> str:
+    """The compiler's build identity (`xlabench.xla.build`): what every cache keys its results by."""
+    key = (compiler.version, compiler.python)
+    if key not in _builds:
+        _builds[key] = build_identity(compiler.version, compiler.python)
+    return _builds[key]
 
 
 COMPILERS_DIRECTORY_VARIABLE = "XLABENCH_COMPILERS_DIR"

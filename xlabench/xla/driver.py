@@ -45,7 +45,7 @@ from xlabench.xla.catalogue import (
     instance_key,
     load_catalogue,
 )
-from xlabench.xla.compilers import Compiler
+from xlabench.xla.compilers import Compiler, compiler_build
 from xlabench.xla.elided_constants import fill_elided_constants
 from xlabench.xla.features import Features
 from xlabench.xla.module import HloModule
@@ -128,6 +128,11 @@ class PassDriver:
         """Version of the compiler under test."""
         return self.catalogue.jaxlib_version
 
+    @property
+    def compiler_build(self) -> str:
+        """The build identity cached results are keyed by: release, native code, driver code."""
+        return compiler_build(self.compiler)
+
     def load(self, text: str, source: str = "<text>") -> HloModule:
         """Canonicalize HLO text with XLA; malformed text raises UserInputError naming `source`.
 
@@ -148,7 +153,7 @@ class PassDriver:
         if description is None:
             # Every test and process that judges a graph loads it: the canonical form is cached too.
             key = self.cache_key(LOAD_KEY, "describe", {})
-            description = self.cache.get(self.jaxlib_version, digest, key) if self.cache is not None else None
+            description = self.cache.get(self.compiler_build, digest, key) if self.cache is not None else None
             if description is not None:
                 with self._lock:
                     self.calls["cached"] += 1
@@ -160,7 +165,7 @@ class PassDriver:
                         raise UserInputError(f"{source}: not a valid HLO module: {error.message}") from None
                     raise
                 if self.cache is not None:
-                    self.cache.put(self.jaxlib_version, digest, key, description)
+                    self.cache.put(self.compiler_build, digest, key, description)
             with self._lock:
                 self._loaded[digest] = description
                 while len(self._loaded) > LOADED_TEXTS_KEPT:
@@ -391,7 +396,7 @@ class PassDriver:
 
     def _cached_or_run(self, module: HloModule, key: str, run: Any) -> dict[str, Any]:
         if self.cache is not None:
-            record = self.cache.get(self.jaxlib_version, module.fingerprint, key)
+            record = self.cache.get(self.compiler_build, module.fingerprint, key)
             if record is not None:
                 with self._lock:
                     self.calls["cached"] += 1
@@ -402,11 +407,11 @@ class PassDriver:
             record = run()
         except CompilerError as error:
             if self.cache is not None and error.deterministic:  # hangs and kills may be load
-                self.cache.put(self.jaxlib_version, module.fingerprint, key, {"error": error.to_dict()})
+                self.cache.put(self.compiler_build, module.fingerprint, key, {"error": error.to_dict()})
             raise
         record = {k: record[k] for k in ("text", "name", "fingerprint", "seconds", "features") if k in record}
         if self.cache is not None:
-            self.cache.put(self.jaxlib_version, module.fingerprint, key, record)
+            self.cache.put(self.compiler_build, module.fingerprint, key, record)
         return record
 
     def call_compiler(

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from xlabench.xla import adapter
+from xlabench.xla.build import BUILD_VARIABLE
 from xlabench.xla.cache import cache_directory
 
 DEFAULT_MAX_MEGABYTES = 2048
@@ -52,8 +53,13 @@ def _machine() -> str:
     return "\n".join(details)
 
 
+def _build() -> str:
+    """The compiler build this worker runs (`xlabench.xla.build`), given by the pool; else the release."""
+    return os.environ.get(BUILD_VARIABLE) or adapter.jaxlib_version()
+
+
 def _directory() -> str:
-    path = os.path.join(cache_directory(), f"executables-jaxlib-{adapter.jaxlib_version()}")
+    path = os.path.join(cache_directory(), f"executables-jaxlib-{_build()}")
     os.makedirs(path, exist_ok=True)
     return path
 
@@ -66,7 +72,7 @@ def enabled() -> bool:
 def executable_key(text: str, overrides: dict[str, Any]) -> str:
     """The file name's digest: jaxlib, machine, module text and compile options."""
     digest = hashlib.sha256()
-    for part in (adapter.jaxlib_version(), _machine(), json.dumps(overrides, sort_keys=True), text):
+    for part in (_build(), _machine(), json.dumps(overrides, sort_keys=True), text):
         digest.update(part.encode())
         digest.update(b"\0")
     return digest.hexdigest()

@@ -24,7 +24,8 @@ import time
 from multiprocessing.connection import Connection
 from typing import Any
 
-from xlabench.xla.compilers import Compiler, resolve_compiler
+from xlabench.xla.build import BUILD_VARIABLE
+from xlabench.xla.compilers import Compiler, compiler_build, resolve_compiler
 from xlabench.xla.releases import UnsupportedCompiler
 
 DEFAULT_TIMEOUT_SECONDS = float(os.environ.get("XLABENCH_COMPILER_TIMEOUT", "300"))
@@ -208,7 +209,10 @@ class CompilerPool:
             if worker is None or not worker.alive():
                 if worker is not None:
                     worker.close()
-                worker = Worker(self._environment, self.compiler.python)
+                worker = Worker(
+                    {**(self._environment or {}), BUILD_VARIABLE: compiler_build(self.compiler)},
+                    self.compiler.python,
+                )
             return worker.call(function_name, arguments, timeout)
         except (CompilerFailure, UnsupportedCompiler):
             raise  # an answer: the worker is fine

@@ -1,0 +1,58 @@
+"""A kept cache is keyed by the compiler build: a jaxlib rebuilt under one version is another compiler."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from xlabench.xla import build
+
+
+@pytest.fixture
+def managed_jaxlib(tmp_path, monkeypatch):
+    """A managed compiler's layout (env/bin/python, env/lib/python3.11/site-packages/jaxlib/*.so)."""
+    monkeypatch.setenv("XLABENCH_CACHE_DIR", str(tmp_path / "cache"))
+    package = tmp_path / "env" / "lib" / "python3.11" / "site-packages" / "jaxlib"
+    (package / "mlir").mkdir(parents=True)
+    (package / "libjax_common.so").write_bytes(b"\x7fELF the compiler" * 1000)
+    (package / "mlir" / "_mlir.so").write_bytes(b"\x7fELF mlir")
+    (package / "version.py").write_text("__version__ = '0.10.2'\n")
+    (tmp_path / "env" / "bin").mkdir()
+    return str(tmp_path / "env" / "bin" / "python"), package
+
+
+def test_a_rebuilt_jaxlib_of_the_same_version_is_another_build(managed_jaxlib):
+    python, package = managed_jaxlib
+    before = build.build_identity("0.10.2", python)
+    assert before.startswith("0.10.2+") and before.endswith("." + build.driver_code_digest()[:8])
+    assert build.build_identity("0.10.2", python) == before  # stable
+    # A patched pass: the same version, other native bytes (and, as a rebuild does, another mtime).
+    library = package / "libjax_common.so"
+    library.write_bytes(library.read_bytes().replace(b"compiler", b"patched!"))
+    os.utime(library, ns=(time.time_ns(), time.time_ns() + 1_000_000))
+    after = build.build_identity("0.10.2", python)
+    assert after != before and after.startswith("0.10.2+")
+    # Python files are not the compiler: editing one keeps the build.
+    (package / "version.py").write_text("__version__ = '0.10.2'  # edited\n")
+    assert build.build_identity("0.10.2", python) == after
+
+
+def test_the_digest_is_remembered_per_file_list_and_survives_a_damaged_memo(managed_jaxlib, tmp_path):
+    _, package = managed_jaxlib
+    first = build.native_digest(str(package))
+    memo = tmp_path / "cache" / "compiler-builds.json"
+    assert memo.exists() and first in memo.read_text()
+    memo.write_text("{ not json")
+    assert build.native_digest(str(package)) == first
+    assert first in memo.read_text()
+
+
+def test_the_installed_jaxlib_has_a_build(tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setenv("XLABENCH_CACHE_DIR", str(tmp_path))
+    directory = build.jaxlib_directory(sys.executable)
+    assert directory is not None and os.path.isdir(directory)
+    assert build.build_identity("0.10.2", sys.executable).split("+")[1].split(".")[0] != "unknown"

@@ -1,0 +1,149 @@
+"""The policy executables' timed runs as pytest-benchmark results, in a serial run and under xdist.
+
+pytest-benchmark switches itself off under xdist: its fixture times code in the test's own process,
+which xdist shares with other tests. xlabench's runs are timed in a compiler worker, pinned to one
+core and interleaved with XLA's default executable, so they mean as much under `-n auto` as serially.
+Each gate sends its runs to the controller as a user property; there they become pytest-benchmark
+results just before pytest-benchmark saves them (`--benchmark-save`, `--benchmark-autosave`,
+`--benchmark-json`, in its own format and storage layout) and compares them (`--benchmark-compare`,
+`--benchmark-compare-fail`). Only runs whose gate (c) judged them are kept: below the runtime floor a
+run time measures dispatch, not code.
+
+`--benchmark-compare` without `--benchmark-compare-fail` fails on DEFAULT_COMPARE_FAIL -- when the
+reference run was made on a machine like this one (same CPU model and core count); against a run
+from another machine the comparison is printed, not failed: absolute times do not travel.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+BENCHMARK_GROUP = "xlabench: policy executables"
+PROPERTY_RUNS = "xlabench-runs"
+GATE_TEST = "test_policy_on_graph"
+# A policy executable's median run time may grow to twice the reference run's (medians of interleaved
+# runs on one core; two runs of the suite on this machine: docs/measurements.md).
+DEFAULT_COMPARE_FAIL = "median:100%"
+
+
+@dataclass
+class BenchmarkRuns:
+    """One gate's timed runs of the policy executable, as they travel from a worker to the controller."""
+
+    name: str
+    fullname: str
+    param: str
+    run_seconds: list[float]
+    extra_info: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (user properties cross the xdist channel)."""
+        return asdict(self)
+
+    def metadata(self, options: dict[str, Any]) -> Any:
+        """pytest-benchmark's record of these runs (what its own fixture would have made)."""
+        from pytest_benchmark.stats import Metadata
+
+        fixture = SimpleNamespace(
+            name=self.name,
+            fullname=self.fullname,
+            group=BENCHMARK_GROUP,
+            param=self.param,
+            params={"xlabench_case": self.param},
+            extra_info=self.extra_info,
+            cprofile_stats=None,
+            has_error=False,
+        )
+        record = Metadata(fixture, iterations=1, options={**options, "timer": "xlabench compiler worker"})
+        for seconds in self.run_seconds:
+            record.update(seconds)
+        return record
+
+
+class Benchmarks:
+    """Gathers the gates' runs (on the controller) and hands them to pytest-benchmark's session."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.runs: list[BenchmarkRuns] = []
+        self.note: str | None = None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Keep the runs a gate recorded."""
+        if report.when == "call":
+            self.runs += [
+                BenchmarkRuns(**value) for name, value in report.user_properties if name == PROPERTY_RUNS
+            ]
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        """pytest-benchmark warns that xdist turned benchmarks off: not true of the gates, so when they
+        are the only benchmarks (in an xdist worker) the warning goes."""
+        bench_session = getattr(self.config, "_benchmarksession", None)
+        using = [item for item in items if "benchmark" in getattr(item, "fixturenames", ())]
+        if bench_session is not None and using and all(item.name.startswith(GATE_TEST) for item in using):
+            bench_session.xdist_benchmark_found = False
+
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> Any:
+        """Before pytest-benchmark saves and compares: give it the runs."""
+        self.hand_over()
+        yield
+
+    def hand_over(self) -> None:
+        """Add the runs to pytest-benchmark's session (re-enabled under xdist); set the default fail rule."""
+        config = self.config
+        bench_session = getattr(config, "_benchmarksession", None)
+        if bench_session is None or hasattr(config, "workerinput") or not self.runs:
+            return
+        if (config.getoption("benchmark_disable") and not config.getoption("benchmark_enable")) or (
+            bench_session.skip
+        ):
+            return  # the user turned benchmarks off
+        if bench_session.xdist_warning:
+            # Turned off only for xdist: these runs were not timed in the xdist workers' own processes.
+            bench_session.disabled = False
+            bench_session.xdist_benchmark_found = False
+        bench_session.benchmarks += [runs.metadata(bench_session.options) for runs in self.runs]
+        if bench_session.compare and bench_session.compared_mapping and not bench_session.compare_fail:
+            from pytest_benchmark.utils import parse_compare_fail
+
+            others = _other_machines(bench_session)
+            if others:
+                self.note = (
+                    f"the reference run was made on another machine ({others[0]}): compared, not failed; "
+                    "make one here with --benchmark-save=NAME"
+                )
+            else:
+                bench_session.compare_fail = [parse_compare_fail(DEFAULT_COMPARE_FAIL)]
+                self.note = f"--benchmark-compare fails at {DEFAULT_COMPARE_FAIL} (xlabench's default)"
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """Say how the comparison judged (or why it did not)."""
+        if self.note and not hasattr(self.config, "workerinput"):
+            terminalreporter.write_line(f"xlabench: {self.note}")
+
+
+def _machine(info: dict[str, Any]) -> tuple[str, Any]:
+    cpu = info.get("cpu") or {}
+    return str(cpu.get("brand_raw") or info.get("processor") or "?"), cpu.get("count")
+
+
+def _other_machines(bench_session: Any) -> list[str]:
+    """The compared runs made on a machine unlike this one (CPU model, core count), described."""
+    here = _machine(bench_session.get_machine_info())
+    others = []
+    for path in bench_session.compared_mapping:
+        try:
+            there = _machine(json.loads(Path(path).read_text()).get("machine_info") or {})
+        except (OSError, ValueError):
+            continue
+        if there != here:
+            others.append(f"{there[0]}, {there[1]} cores, in {Path(path).name}")
+    return others

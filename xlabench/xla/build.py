@@ -1,0 +1,95 @@
+"""Which compiler build a cached result belongs to: a jaxlib is its native code, not its version string.
+
+Caches (transitions, executables, the pass catalogue) are kept between runs, so a key must change
+whenever the answer could: a jaxlib rebuilt with a patched pass under the same version (the change
+a user gates) and xlabench's own driver code (what a worker does with XLA, how modules are printed
+and fingerprinted) both give other answers. The identity is the release, a digest of jaxlib's native
+libraries and a digest of this package's code: "0.10.2+a6a755334711.5f0c1e2a". Digesting ~350 MB
+of libraries takes about half a second, so digests are remembered per file list (name, size, mtime).
+"""
+
+from __future__ import annotations
+
+import functools
+import glob
+import hashlib
+import importlib.util
+import json
+import os
+import sys
+
+from xlabench.files import write_atomically
+from xlabench.xla.cache import cache_directory
+
+NATIVE_SUFFIXES = (".so", ".pyd", ".dylib")
+# The environment variable a compiler worker reads its build identity from (set by the pool).
+BUILD_VARIABLE = "XLABENCH_COMPILER_BUILD"
+_DIGESTS_FILE = "compiler-builds.json"
+
+
+def jaxlib_directory(python: str) -> str | None:
+    """The jaxlib package folder of an interpreter: this one's (found, not imported), or a managed venv's."""
+    # A venv's interpreter is a link to the base one: compared by path, not by what it resolves to.
+    if python == sys.executable:
+        spec = importlib.util.find_spec("jaxlib")
+        locations = list(spec.submodule_search_locations or []) if spec is not None else []
+        return locations[0] if locations else None
+    environment = os.path.dirname(os.path.dirname(python))
+    found = sorted(glob.glob(os.path.join(environment, "lib*", "python*", "site-packages", "jaxlib")))
+    return found[0] if found else None
+
+
+def _native_files(directory: str) -> list[tuple[str, int, int]]:
+    """(path relative to `directory`, size, mtime in ns) of every native library under it, sorted."""
+    files = []
+    for root, _, names in os.walk(directory):
+        for name in names:
+            if name.endswith(NATIVE_SUFFIXES):
+                path = os.path.join(root, name)
+                status = os.stat(path)
+                files.append((os.path.relpath(path, directory), status.st_size, status.st_mtime_ns))
+    return sorted(files)
+
+
+def native_digest(directory: str) -> str:
+    """sha256 of the native libraries under a jaxlib folder (names and contents), remembered on disk."""
+    files = _native_files(directory)
+    memo_path = os.path.join(cache_directory(), _DIGESTS_FILE)
+    try:
+        with open(memo_path) as handle:
+            memo = json.load(handle)
+    except (OSError, ValueError):
+        memo = {}
+    entry = memo.get(directory) if isinstance(memo, dict) else None
+    if isinstance(entry, dict) and entry.get("files") == [list(item) for item in files]:
+        return str(entry["digest"])
+    digest = hashlib.sha256()
+    for relative, _, _ in files:
+        digest.update(relative.encode() + b"\0")
+        with open(os.path.join(directory, relative), "rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+    answer = digest.hexdigest()
+    memo = memo if isinstance(memo, dict) else {}
+    memo[directory] = {"files": [list(item) for item in files], "digest": answer}
+    write_atomically(memo_path, json.dumps(memo, indent=1, sort_keys=True).encode())
+    return answer
+
+
+@functools.cache
+def driver_code_digest() -> str:
+    """sha256 of this package's code (`xlabench/xla/*.py`): what produces every cached record."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    digest = hashlib.sha256()
+    for path in sorted(glob.glob(os.path.join(package, "*.py"))):
+        digest.update(os.path.basename(path).encode() + b"\0")
+        with open(path, "rb") as handle:
+            digest.update(handle.read())
+    return digest.hexdigest()
+
+
+def build_identity(version: str, python: str) -> str:
+    """The key caches use for a compiler: release, native-code digest and driver-code digest."""
+    directory = jaxlib_directory(python)
+    native = native_digest(directory) if directory is not None else "unknown"
+    return f"{version}+{native[:12]}.{driver_code_digest()[:8]}"
