@@ -14,6 +14,9 @@ import pytest
 from xlabench.cli import main
 from xlabench.errors import UserInputError
 
+# Ray clusters: seconds to start, left out of the smoke tier.
+pytestmark = pytest.mark.slow
+
 GRAPH = "recurrent-gru-infer-l1-h128-s16-b8-f32"
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.commands import interrupt_after
 
 
+@pytest.mark.slow
 def test_ctrl_c_leaves_the_last_good_version_untouched(small_graph, tmp_path):
     policies = tmp_path / "policies"
     version = policies / "tiny" / "v1.0"

@@ -153,6 +153,7 @@ def test_a_variant_that_changed_the_module_once_is_taken_as_its_single_run(small
     assert with_single_runs({small_graph: order}, fixed)[small_graph] == order
 
 
+@pytest.mark.slow
 def test_dagger_labels_the_states_a_policy_visits(small_graph):
     driver = default_driver()
     data = demonstrations(small_graph, ENVIRONMENT, driver, workers=1)

@@ -57,6 +57,7 @@ def test_a_warm_start_alone_follows_xlas_order(small_graph, algorithm):
     assert [r["agreement"] for r in run.warm_start["dagger"]] == [1.0] * WARM_START["dagger_rounds"]
 
 
+@pytest.mark.slow
 def test_a_seeded_warm_start_repeats_with_rollouts_in_two_threads():
     # DAgger rolls graphs out in two threads on one policy object: what one thread's rollout reads
     # must be its own, or the weights depend on thread timing.

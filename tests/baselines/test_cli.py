@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from xlabench.baselines.cli import median_rows
 from xlabench.baselines.storage import load
 from xlabench.cli import main
@@ -9,6 +11,7 @@ from xlabench.cli import main
 GRAPH = "mlp_mixer-infer-l2-d64-p4-i16-b2-bf16"
 
 
+@pytest.mark.slow
 def test_update_stores_and_diff_shows_what_a_compiler_change_does(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("XLABENCH_BASELINES_DIR", str(tmp_path))
     options = ["--policy", "general", "--graphs", GRAPH, "--workers", "1", "--min-run-time", "0.05"]

@@ -61,6 +61,7 @@ def test_a_policy_at_its_baseline_passes_and_is_reported(pytester, baselines_roo
     assert row["graph"] == GRAPH and row["R"] == row["baseline_R"] and row["failures"] == []
 
 
+@pytest.mark.slow
 def test_a_disabled_pass_fails_with_graph_policy_and_numbers(pytester, baselines_root):
     report = pytester.path / "report.json"
     result = run_suite(
@@ -79,6 +80,7 @@ def test_a_disabled_pass_fails_with_graph_policy_and_numbers(pytester, baselines
     assert row["R"] > row["baseline_R"] and row["disabled_passes"] == ["algsimp"]
 
 
+@pytest.mark.slow
 def test_a_slowed_executable_fails_the_runtime_gate_under_xdist(pytester, baselines_root):
     pytester.makeconftest(SLOWED)
     # At the default noise (0.5) a 1.5x slowdown is on the edge; a user gating runtimes closely sets it
@@ -120,6 +122,7 @@ def test_an_unknown_graph_or_pass_is_a_usage_error(pytester, baselines_root):
     result.stderr.fnmatch_lines(["*xlabench: genral: no such policy*"])
 
 
+@pytest.mark.slow
 def test_runtimes_are_saved_and_compared_by_pytest_benchmark_under_xdist(pytester, baselines_root):
     storage = pytester.path / "benchmarks"
     options = ("-n", "2", f"--benchmark-storage=file://{storage}")

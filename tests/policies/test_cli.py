@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.policies.conftest import SMALL_GRAPH
 from xlabench.cli import main
 from xlabench.graphs import resolve_graphs
 from xlabench.xla import default_driver
 
 
+@pytest.mark.slow
 def test_retrain_writes_a_version_that_eval_and_policies_use(policies_root, tmp_path, capsys):
     arguments = ["retrain", "--name", "tiny", "--graphs", SMALL_GRAPH, "--steps", "128", "--workers", "1",
                  "--eval-graphs", SMALL_GRAPH, "--logdir", str(tmp_path / "tb")]  # fmt: skip

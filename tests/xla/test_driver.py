@@ -196,6 +196,7 @@ def test_a_compiler_crash_is_isolated_reported_and_reproducible(tmp_path, mixed_
     assert driver.apply_pass(mixed_module, "algsimp").op_count > 0
 
 
+@pytest.mark.slow
 def test_a_hang_becomes_a_timeout_and_the_worker_is_replaced(tmp_path, spin_module, mixed_module):
     driver = PassDriver(pool=CompilerPool(1), use_cache=False, crash_directory=str(tmp_path), timeout=10)
     # XLA compiles the endless loop in well under a second, then runs it forever: a real hang.

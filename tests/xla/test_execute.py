@@ -149,6 +149,26 @@ def test_one_core_pins_every_thread_while_timing_and_gives_each_its_cores_back()
     assert os.sched_getaffinity(0) == before
 
 
+@pytest.mark.skipif(
+    not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
+    reason="needs per-thread affinity (Linux) and two cores",
+)
+def test_xdist_workers_time_on_cores_of_their_own(monkeypatch):
+    from xlabench.xla.compiler import _one_core
+
+    cores = sorted(os.sched_getaffinity(0))
+    monkeypatch.delenv("XLABENCH_TIMING_SLOT", raising=False)
+    chosen = []
+    for worker in ("gw0", "gw1"):
+        monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
+        with _one_core():
+            chosen.append(os.sched_getaffinity(0))
+    assert chosen == [{cores[0]}, {cores[1]}]  # by worker number, not by pid: never both on one core
+    monkeypatch.setenv("XLABENCH_TIMING_SLOT", "1")
+    with _one_core():
+        assert os.sched_getaffinity(0) == {cores[1]}
+
+
 @pytest.mark.parametrize(
     "sequence",
     [["batched_gather_scatter_normalizer", "scatter_simplifier"],

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,8 @@ if TYPE_CHECKING:  # the plugin loads with every pytest run: the compiler side i
 OP_COUNT_VS_DEFAULT = "op count vs XLA's default"
 # Each executable runs at least this long in all (beyond the repeats): small ones need many runs.
 MIN_RUN_SECONDS = 0.25
+# The suite-wide runtime geomean is judged over at least this many runtime-judged gates.
+GEOMEAN_MIN_GATES = 20
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,11 @@ class Tolerances:
     # ratio measures dispatch and thread wake-ups: the CG loops (0.06-0.13 ms) measured 1.04-1.33 alone
     # and 1.9-3.0 next to a busy core, with identical op counts (README, "The floor").
     runtime_floor_ms: float = 0.25
+    # Suite-wide: the geomean of policy/default over every runtime-judged gate may exceed 1, and the
+    # baselines' geomean over the same gates, by this fraction. Per-graph noise (0.8-1.2 on a busy
+    # machine) averages out over many gates, so a few percent on every graph shows; judged only over
+    # GEOMEAN_MIN_GATES gates or more.
+    runtime_geomean: float = 0.10
 
 
 @dataclass
@@ -81,6 +89,7 @@ class Verdict:
             stored = (self.baseline or {}).get("runtime_ratio")
             measured = row.get("runtime_ratios_measured")
             default_ms = default_median_ms(row)
+            spreads = run_spreads_ms(row)
             lines.append(
                 "  runtime ratio policy/default "
                 + (f"{ratio:.3f}" if ratio is not None else "-")
@@ -88,6 +97,13 @@ class Verdict:
                 + (f" (baseline {stored:.3f})" if stored is not None else "")
                 + (f"; XLA's default executable {default_ms:.3f} ms" if default_ms is not None else "")
             )
+            if spreads:
+                lines.append(
+                    "  runs (median, IQR): "
+                    + ", ".join(
+                        f"{who} {median:.3f} ms, {iqr:.3f} ms" for who, (median, iqr) in spreads.items()
+                    )
+                )
             lines.append(f"  sequence: {' '.join(row['sequence'])}")
             if self.baseline is not None and self.baseline["sequence"] != row["sequence"]:
                 lines.append(f"  baseline sequence: {' '.join(self.baseline['sequence'])}")
@@ -237,6 +253,47 @@ def split_known(
         if gap not in matched and measured and (runtime_judged or not gap.gate.startswith("runtime"))
     ]
     return standing, known, matched
+
+
+def run_spreads_ms(row: dict[str, Any]) -> dict[str, tuple[float, float]]:
+    """(median, interquartile range) in ms of each executable's timed runs: "policy" and "default"."""
+    spreads = {}
+    for who, key in (("policy", "sequence"), ("default", "default")):
+        runs = (row.get("run_seconds") or {}).get(key) or []
+        if len(runs) >= 2:
+            quartiles = statistics.quantiles(runs, n=4)
+            spreads[who] = (1000 * statistics.median(runs), 1000 * (quartiles[2] - quartiles[0]))
+    return spreads
+
+
+def runtime_geomean(verdicts: list[dict[str, Any]]) -> tuple[float, float | None, int] | None:
+    """(geomean of policy/default, of the baselines' ratios on the same gates, gates) over the
+    runtime-judged verdict summaries; None below GEOMEAN_MIN_GATES. The baselines' geomean is None
+    where one of them lacks a ratio."""
+    judged = [v for v in verdicts if v.get("runtime_judged") and v.get("runtime_ratio")]
+    if len(judged) < GEOMEAN_MIN_GATES:
+        return None
+    now = math.exp(statistics.fmean(math.log(v["runtime_ratio"]) for v in judged))
+    stored = [v.get("baseline_runtime_ratio") for v in judged]
+    before = math.exp(statistics.fmean(math.log(r) for r in stored)) if all(stored) else None
+    return now, before, len(judged)
+
+
+def judge_geomean(geomean: tuple[float, float | None, int], tolerances: Tolerances) -> list[str]:
+    """The suite-wide runtime gate: the geomean within 1 + tolerance of 1 and of the baselines' geomean."""
+    now, before, gates = geomean
+    limit = 1 + tolerances.runtime_geomean
+    failures = []
+    if now > limit:
+        failures.append(
+            f"suite-wide runtime: geomean policy/default {now:.3f} > {limit:g} over {gates} gates"
+        )
+    if before is not None and now > before * limit:
+        failures.append(
+            f"suite-wide runtime vs baselines: geomean {now:.3f} > baseline geomean {before:.3f} x {limit:g} "
+            f"over {gates} gates"
+        )
+    return failures
 
 
 def default_median_ms(row: dict[str, Any]) -> float | None:

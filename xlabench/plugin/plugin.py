@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from xlabench.plugin.benchmarks import Benchmarks
-from xlabench.plugin.gates import MIN_RUN_SECONDS, Tolerances
+from xlabench.plugin.gates import GEOMEAN_MIN_GATES, MIN_RUN_SECONDS, Tolerances
 
 PROPERTY_VERDICT = "xlabench-verdict"
 PROPERTY_COVERAGE = "xlabench-coverage"
@@ -119,6 +119,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         f"(median; default {defaults.runtime_floor_ms} ms: shorter ones measure dispatch, not code)",
     )
     group.addoption(
+        "--xlabench-geomean-tolerance",
+        type=float,
+        default=defaults.runtime_geomean,
+        help="suite-wide runtime gate: the geomean of policy/default over the runtime-judged gates <= 1 + "
+        f"this, and <= the baselines' geomean x (1 + this); judged over {GEOMEAN_MIN_GATES} gates or more "
+        f"(default {defaults.runtime_geomean})",
+    )
+    group.addoption(
         "--xlabench-repeats", type=int, default=20, help="timed runs of each executable (default 20)"
     )
     group.addoption(
@@ -168,6 +176,7 @@ def pytest_configure(config: pytest.Config) -> None:
             option("xlabench_runtime_tolerance"),
             option("xlabench_runtime_noise"),
             option("xlabench_runtime_floor"),
+            option("xlabench_geomean_tolerance"),
         ),
         repeats=option("xlabench_repeats"),
         min_run_seconds=option("xlabench_min_run_time"),
@@ -481,6 +490,19 @@ class SessionSummary:
         self.config = config
         self.rows: list[dict[str, Any]] = []
         self.coverage: dict[str, Any] = {}
+        self.geomean_failures: list[str] = []
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        """The suite-wide runtime gate, over every verdict of the session: a failure fails the run."""
+        from xlabench.plugin.gates import judge_geomean, runtime_geomean
+
+        if hasattr(self.config, "workerinput"):
+            return
+        geomean = runtime_geomean(self.rows)
+        if geomean is not None:
+            self.geomean_failures = judge_geomean(geomean, self.config.stash[SETTINGS].tolerances)
+        if self.geomean_failures and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Keep what the test recorded."""
@@ -494,6 +516,8 @@ class SessionSummary:
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """Graph, policy, op count and runtime ratio (baseline -> now), sorted by damage; the JSON report."""
+        from xlabench.plugin.gates import runtime_geomean
+
         if hasattr(self.config, "workerinput"):
             return
         if self.coverage:
@@ -542,6 +566,15 @@ class SessionSummary:
             if unbased:
                 caveats += f"; {unbased} without a baseline"
             terminalreporter.write_line(f"... {len(hidden)} more (every gate judged passed{caveats})")
+        geomean = runtime_geomean(rows)
+        if geomean is not None:
+            now, before, gates = geomean
+            verdict = "; ".join(self.geomean_failures) or "ok"
+            terminalreporter.write_line(
+                f"suite-wide runtime: geomean policy/default {now:.3f} over {gates} gates"
+                + (f" (baselines {before:.3f})" if before is not None else "")
+                + f": {'FAILED ' if self.geomean_failures else ''}{verdict}"
+            )
         if settings.report:
             terminalreporter.write_line(f"xlabench: report written to {settings.report}")
 

@@ -588,7 +588,7 @@ def _one_core() -> Iterator[None]:
     except (AttributeError, OSError):  # no per-thread affinity here (not Linux): time on every core
         yield
         return
-    core = cores[os.getpid() % len(cores)]  # pids spread the timing workers of one machine over its cores
+    core = cores[_timing_slot() % len(cores)]
     saved: dict[int, set[int]] = {}
     try:
         # Threads may start while others are pinned: list again until no thread is new.
@@ -605,6 +605,15 @@ def _one_core() -> Iterator[None]:
         for tid in _thread_ids():
             with contextlib.suppress(OSError):
                 os.sched_setaffinity(tid, saved.get(tid, cores))
+
+
+def _timing_slot() -> int:
+    """Which core this process times on: $XLABENCH_TIMING_SLOT, else the pytest-xdist worker's number
+    (gw0, gw1, ...: one core each, never two on one), else the pid (spread by chance)."""
+    for value in (os.environ.get("XLABENCH_TIMING_SLOT"), os.environ.get("PYTEST_XDIST_WORKER", "")[2:]):
+        if value and value.isdigit():
+            return int(value)
+    return os.getpid()
 
 
 def _thread_ids() -> list[int]:
