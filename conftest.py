@@ -3,7 +3,7 @@
 The suite runs on the kept cache, as a user's `pytest -n auto` does: `$XLABENCH_CACHE_DIR` (default
 `~/.cache/xlabench`) holds the transitions, the executables, the Hypothesis database and crash
 reproducers between runs, so the second run of an unchanged compiler is warm. Every cached result is
-keyed by the compiler build (`xlabench.xla.build`): a rebuilt jaxlib or changed driver code starts
+keyed by the compiler build (`xlabench.xla.build`): a rebuilt jaxlib or changed worker code starts
 cold by itself. A test that needs an empty cache makes its own (`tmp_path`), and it goes with the test.
 
 pytest-xdist workers share the cache, so the transition cache is exercised by several processes at once.

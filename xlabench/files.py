@@ -1,4 +1,4 @@
-"""Writing files so that an interrupted run never leaves a half-written one."""
+"""Files: written so that an interrupted run never leaves a half-written one; where xlabench runs from."""
 
 from __future__ import annotations
 
@@ -27,3 +27,9 @@ def write_atomically(path: str | os.PathLike[str], data: bytes) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def checkout_directory() -> Path | None:
+    """The source checkout xlabench runs from (an editable install), or None when installed from a wheel."""
+    root = Path(__file__).resolve().parents[1]
+    return root if (root / "pyproject.toml").is_file() and (root / "xlabench").is_dir() else None

@@ -26,7 +26,7 @@ def managed_jaxlib(tmp_path, monkeypatch):
 def test_a_rebuilt_jaxlib_of_the_same_version_is_another_build(managed_jaxlib):
     python, package = managed_jaxlib
     before = build.build_identity("0.10.2", python)
-    assert before.startswith("0.10.2+") and before.endswith("." + build.driver_code_digest()[:8])
+    assert before.startswith("0.10.2+") and before.endswith("." + build.worker_code_digest()[:8])
     assert build.build_identity("0.10.2", python) == before  # stable
     # A patched pass: the same version, other native bytes (and, as a rebuild does, another mtime).
     library = package / "libjax_common.so"

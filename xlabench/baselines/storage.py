@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from xlabench.errors import UserInputError
-from xlabench.files import write_atomically
+from xlabench.files import checkout_directory, write_atomically
 
 FORMAT = 1
 METADATA_FILE = "metadata.json"
@@ -37,9 +37,13 @@ class BaselineError(UserInputError):
 
 
 def baselines_directory() -> Path:
-    """Where baselines live: $XLABENCH_BASELINES_DIR, else `baselines/` beside the package."""
+    """Where baselines live: $XLABENCH_BASELINES_DIR, else the checkout's `baselines/`, else (installed
+    from a wheel) `baselines/` in the current directory: a project's own, never inside site-packages."""
     configured = os.environ.get("XLABENCH_BASELINES_DIR")
-    return Path(configured) if configured else Path(__file__).resolve().parents[2] / "baselines"
+    if configured:
+        return Path(configured)
+    checkout = checkout_directory()
+    return checkout / "baselines" if checkout is not None else Path.cwd() / "baselines"
 
 
 def machine() -> dict[str, Any]:

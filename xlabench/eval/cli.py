@@ -110,6 +110,7 @@ def run_eval(args: argparse.Namespace) -> int:
             {
                 **{key: row.get(key) for key in RESULT_FIELDS},
                 **({"error": row["error"]} if "error" in row else {}),
+                **({"output_errors": row["output_errors"]} if "output_errors" in row else {}),
             }
             for row in rows
         ]
@@ -157,6 +158,15 @@ def _print_table(policy: str, rows: list[dict[str, Any]], summary: dict[str, Any
             f"{row['name']:52} {row['I']:6} {row['D']:6} {row['R']:6} {row['vs_default']:10.4f} "
             f"{runtime:>8} {row['calls']:6}"
         )
+    judged = [row for row in rows if row.get("output_errors")]
+    if judged:
+        print("\nlow-precision graphs, error against the module lifted to f32 (sequence / XLA's default):")
+        for row in judged:
+            worst = max(row["output_errors"], key=lambda error: error["rms_sequence"])
+            print(
+                f"{row['name']:52} output {worst['index']}: rms {worst['rms_sequence']:.3g} / "
+                f"{worst['rms_default']:.3g}, max {worst['max_sequence']:.3g} / {worst['max_default']:.3g}"
+            )
     print(f"\n{'family':14} {'graphs':>6} {'geomean vs_default':>18}  worst graph")
     for family, part in summary["families"].items():
         worst = part["worst"]

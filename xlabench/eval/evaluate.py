@@ -15,6 +15,7 @@ import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
 from typing import Any
 
 from xlabench.errors import CompilerError, UserInputError
@@ -23,7 +24,7 @@ from xlabench.graphs import Graph
 from xlabench.policies.policy import rollout
 from xlabench.search import STRATEGIES, SearchResult
 from xlabench.xla import PassDriver
-from xlabench.xla.execute import compare_outputs, execute_against_default, random_inputs
+from xlabench.xla.execute import execute_against_default, judge_outputs, random_inputs
 
 SEARCH_PREFIX = "search:"
 DEFAULT_POLICY = "general"
@@ -106,7 +107,10 @@ def evaluate_graph(
                 driver=driver,
                 min_seconds=min_run_seconds,
             )
-            problems = compare_outputs(default_run.outputs, sequence_run.outputs)
+            judged = judge_outputs(module, inputs, default_run.outputs, sequence_run.outputs, driver)
+            problems = judged.problems
+            if judged.errors:  # low-precision arithmetic: both errors against the f32 reference, kept
+                row["output_errors"] = [asdict(error) for error in judged.errors]
             if problems:
                 row["error"] = f"outputs differ from XLA's default executable: {problems[0]}"
                 row["outputs_differ"] = problems

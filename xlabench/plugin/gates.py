@@ -104,6 +104,10 @@ class Verdict:
                         f"{who} {median:.3f} ms, {iqr:.3f} ms" for who, (median, iqr) in spreads.items()
                     )
                 )
+            if row.get("output_errors"):
+                from xlabench.xla.execute import OutputError
+
+                lines += [f"  {OutputError(**error).describe()}" for error in row["output_errors"]]
             lines.append(f"  sequence: {' '.join(row['sequence'])}")
             if self.baseline is not None and self.baseline["sequence"] != row["sequence"]:
                 lines.append(f"  baseline sequence: {' '.join(self.baseline['sequence'])}")
@@ -134,6 +138,7 @@ class Verdict:
             "failures": self.failures,
             "known": self.known,
             "changed_by": self.changed_by,
+            "output_errors": row.get("output_errors"),
             "damage": damage(row, stored),
         }
 

@@ -11,6 +11,7 @@ writes it as JSON). `--xlabench-disable-pass NAME` turns a pass off in every com
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -145,8 +146,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--xlabench-baselines",
         metavar="DIR",
-        help="baselines directory (default: $XLABENCH_BASELINES_DIR, else baselines/ beside the package)",
+        help="baselines directory (default: the ini key xlabench_baselines, $XLABENCH_BASELINES_DIR, the "
+        "checkout's baselines/, or baselines/ in the current directory)",
     )
+    group.addoption(
+        "--xlabench-policies",
+        metavar="DIR",
+        help="policies directory (default: the ini key xlabench_policies, $XLABENCH_POLICIES_DIR, the "
+        "checkout's policies/, or the policies shipped in the package)",
+    )
+    parser.addini("xlabench_baselines", "baselines directory, relative to the rootdir (--xlabench-baselines)")
+    parser.addini("xlabench_policies", "policies directory, relative to the rootdir (--xlabench-policies)")
     group.addoption(
         "--xlabench-compiler",
         metavar="VERSION",
@@ -165,6 +175,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """Read the options, check the ones given, register the session summary."""
     option = config.getoption
+    baselines = _directory_option(config, "xlabench_baselines")
+    policies = _directory_option(config, "xlabench_policies")
+    if policies is not None:
+        # The one place policies are looked up: xdist workers configure alike and inherit it.
+        os.environ["XLABENCH_POLICIES_DIR"] = str(policies)
     settings = Settings(
         graphs=option("xlabench_graphs") or "all",
         graphs_given=option("xlabench_graphs") is not None,
@@ -181,7 +196,7 @@ def pytest_configure(config: pytest.Config) -> None:
         repeats=option("xlabench_repeats"),
         min_run_seconds=option("xlabench_min_run_time"),
         runtime=not option("xlabench_no_runtime"),
-        baselines=Path(option("xlabench_baselines")) if option("xlabench_baselines") else None,
+        baselines=baselines,
         compiler=option("xlabench_compiler"),
         examples=option("xlabench_examples"),
         seed=option("xlabench_seed"),
@@ -192,6 +207,15 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(SessionSummary(config), "xlabench-summary")
     config.pluginmanager.register(Benchmarks(config), "xlabench-benchmarks")
     _check_given_options(config, settings)
+
+
+def _directory_option(config: pytest.Config, name: str) -> Path | None:
+    """A directory from the option (relative to the working directory) or ini key (to the rootdir)."""
+    given = config.getoption(name)
+    if given:
+        return Path(given).resolve()
+    configured = config.getini(name)
+    return (config.rootpath / configured).resolve() if configured else None
 
 
 def _check_given_options(config: pytest.Config, settings: Settings) -> None:

@@ -26,13 +26,15 @@ from pathlib import Path
 from typing import Any
 
 from xlabench.errors import UserInputError
-from xlabench.files import write_atomically
+from xlabench.files import checkout_directory, write_atomically
 
 FORMAT = 1
 WEIGHTS_FILE = "weights.safetensors"
 METADATA_FILE = "metadata.json"
 CHANGELOG_FILE = "CHANGELOG.md"
 VERSION_PATTERN = re.compile(r"^v(\d+)\.(\d+)$")
+# In a wheel, the repository's policies/ travel inside the package (a link to it in the checkout).
+SHIPPED = "shipped_policies"
 
 
 class PolicyError(UserInputError):
@@ -40,9 +42,13 @@ class PolicyError(UserInputError):
 
 
 def policies_directory() -> Path:
-    """Where policies live: $XLABENCH_POLICIES_DIR, else `policies/` beside the package."""
+    """Where policies live: $XLABENCH_POLICIES_DIR, else the checkout's `policies/`, else (installed from a
+    wheel) the shipped policies inside the package."""
     configured = os.environ.get("XLABENCH_POLICIES_DIR")
-    return Path(configured) if configured else Path(__file__).resolve().parents[2] / "policies"
+    if configured:
+        return Path(configured)
+    checkout = checkout_directory()
+    return checkout / "policies" if checkout is not None else Path(__file__).resolve().parents[1] / SHIPPED
 
 
 def versions(name: str, root: Path | None = None) -> list[tuple[int, int]]:

@@ -2,9 +2,9 @@
 
 Caches (transitions, executables, the pass catalogue) are kept between runs, so a key must change
 whenever the answer could: a jaxlib rebuilt with a patched pass under the same version (the change
-a user gates) and xlabench's own driver code (what a worker does with XLA, how modules are printed
-and fingerprinted) both give other answers. The identity is the release, a digest of jaxlib's native
-libraries and a digest of this package's code: "0.10.2+a6a755334711.5f0c1e2a". Digesting ~350 MB
+a user gates) and xlabench's compiler-worker code (what a worker does with XLA, how modules are
+printed and fingerprinted) both give other answers. The identity is the release, a digest of jaxlib's
+native libraries and a digest of the worker's code: "0.10.2+111c110993ed.5f0c1e2a". Digesting ~350 MB
 of libraries takes about half a second, so digests are remembered per file list (name, size, mtime).
 """
 
@@ -76,14 +76,19 @@ def native_digest(directory: str) -> str:
     return answer
 
 
+# The code that runs in a compiler worker and so makes every cached record: what it does with XLA,
+# how modules are printed, normalized and fingerprinted, how executables are stored.
+WORKER_MODULES = ("worker.py", "compiler.py", "adapter.py", "structure.py", "executable_cache.py")
+
+
 @functools.cache
-def driver_code_digest() -> str:
-    """sha256 of this package's code (`xlabench/xla/*.py`): what produces every cached record."""
+def worker_code_digest() -> str:
+    """sha256 of the compiler worker's code (WORKER_MODULES): what produces every cached record."""
     package = os.path.dirname(os.path.abspath(__file__))
     digest = hashlib.sha256()
-    for path in sorted(glob.glob(os.path.join(package, "*.py"))):
-        digest.update(os.path.basename(path).encode() + b"\0")
-        with open(path, "rb") as handle:
+    for name in WORKER_MODULES:
+        digest.update(name.encode() + b"\0")
+        with open(os.path.join(package, name), "rb") as handle:
             digest.update(handle.read())
     return digest.hexdigest()
 
@@ -92,4 +97,4 @@ def build_identity(version: str, python: str) -> str:
     """The key caches use for a compiler: release, native-code digest and driver-code digest."""
     directory = jaxlib_directory(python)
     native = native_digest(directory) if directory is not None else "unknown"
-    return f"{version}+{native[:12]}.{driver_code_digest()[:8]}"
+    return f"{version}+{native[:12]}.{worker_code_digest()[:8]}"

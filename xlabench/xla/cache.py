@@ -3,8 +3,8 @@
 The transition cache maps (compiler build, module fingerprint, key) to the module after that
 transition, or to the error it gave; the driver's key names the transition and digests everything
 else that decides its result (see `PassDriver.cache_key`). The compiler build
-(`xlabench.xla.build`) is the jaxlib release with digests of its native code and of xlabench's driver
-code, so a cache kept between runs never answers for a rebuilt compiler or changed driver. The file
+(`xlabench.xla.build`) is the jaxlib release with digests of its native code and of xlabench's worker
+code, so a cache kept between runs never answers for a rebuilt compiler or changed worker. The file
 name carries the schema (`CACHE_SCHEMA`, which includes the fingerprint version), so records keyed by
 an older fingerprint are never read. It is one SQLite database in WAL mode, so several processes
 (pytest-xdist workers, parallel environments) read and write it at once; each write is one

@@ -130,7 +130,7 @@ class PassDriver:
 
     @property
     def compiler_build(self) -> str:
-        """The build identity cached results are keyed by: release, native code, driver code."""
+        """The build identity cached results are keyed by: release, native code, compiler-worker code."""
         return compiler_build(self.compiler)
 
     def load(self, text: str, source: str = "<text>") -> HloModule:
