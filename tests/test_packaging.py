@@ -15,7 +15,7 @@ from xlabench.files import checkout_directory
 from xlabench.graphs import resolve_graphs
 
 # Two small suite graphs stand in for the project's own modules.
-PROJECT_GRAPHS = ("gnn-infer-l1-d64-n64-e256-f32", "mlp_mixer-infer-l2-d64-p4-i16-b2-f32")
+PROJECT_GRAPHS = ("gnn-infer-l1-d64-n64-e256-f32", "mlp_mixer-infer-l2-d64-p4-i16-b2-bf16")
 TEST_MODULE = (
     "from xlabench.plugin.suite import test_known_miscompile, test_pass_sequences_preserve_outputs, "
     "test_policy_on_graph  # noqa: F401\n"

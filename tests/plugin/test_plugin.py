@@ -154,20 +154,20 @@ def test_runtimes_are_saved_and_compared_by_pytest_benchmark_under_xdist(pyteste
     )
     assert GRAPH in listed.stdout
 
-    # A reference whose executable ran 4x faster than this one does: the default rule fails the run.
-    # (Absolute run times drift up to 1.5x between runs on a shared machine -- docs/measurements.md --
+    # A reference whose executable ran 10x faster than this one does: the default rule fails the run.
+    # (Absolute run times drift up to 2x between runs on a shared machine -- docs/measurements.md --
     # so the slowdown is made unmistakable here by scaling the reference, not by hoping for quiet.)
     document = json.loads(saved.read_text())
     stats = document["benchmarks"][0]["stats"]
     for name in ("min", "max", "mean", "stddev", "median", "iqr", "q1", "q3", "ld15iqr", "hd15iqr", "total"):
-        stats[name] /= 4
-    stats["ops"] *= 4
+        stats[name] /= 10
+    stats["ops"] *= 10
     faster = saved.with_name("0002_faster.json")
     faster.write_text(json.dumps(document))
     slowed = run_suite(pytester, baselines_root, "--benchmark-compare=0002", *options)
     assert slowed.ret != pytest.ExitCode.OK
     assert "Performance has regressed" in slowed.stdout.str() + slowed.stderr.str()
-    assert "median:100%" in slowed.stdout.str() + slowed.stderr.str()
+    assert DEFAULT_COMPARE_FAIL in slowed.stdout.str()
 
 
 def test_the_semantics_check_runs_every_action_pass(pytester):
@@ -181,7 +181,8 @@ def test_the_semantics_check_runs_every_action_pass(pytester):
         "--xlabench-graphs", "mlp_mixer", "--xlabench-examples", "2",
     )  # fmt: skip
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines([f"* examples; {len(actions)} of {len(actions)} action passes exercised*"])
+    applied = f"* examples; {len(actions)} of {len(actions)} action passes applied by XLA*"
+    result.stdout.fnmatch_lines([applied])
 
 
 def test_a_gap_is_expected_only_when_a_reviewed_entry_lists_it_and_a_closed_gap_fails(

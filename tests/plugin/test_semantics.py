@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import json
 
 from xlabench.cli import main
@@ -10,6 +11,7 @@ from xlabench.plugin.semantics import (
     SemanticsCheck,
     action_passes,
     covering_sequences,
+    semantics_graphs,
     small_graphs,
 )
 from xlabench.xla import default_driver
@@ -32,15 +34,30 @@ def test_a_failing_example_is_saved_as_a_reproducer_that_xlabench_apply_replays(
     outcome = check.run(graph, ["algsimp", "cse"])
     assert outcome.applied == ["algsimp", "cse"] and outcome.problems == []  # XLA is right here
     # Stand in for a miscompile (none is known on jaxlib 0.10.2): the reproducer is what a real one leaves.
-    check.last_failure = (graph, Outcome(outcome.applied, ["output 0: 3 of 8 elements differ"]))
+    failed = Outcome(outcome.applied, ["output 0: 3 of 8 elements differ"], seed=2, signed=True)
+    check.last_failure = (graph, failed)
     directory = check.save_reproducer(tmp_path)
     details = json.loads((directory / "reproducer.json").read_text())
     assert details["sequence"] == ["algsimp", "cse"] and details["jaxlib"] == check.driver.jaxlib_version
+    assert details["inputs"] == {"seed": 2, "signed": True}  # the example's own input set
     assert (directory / "passes.txt").read_text().split() == ["algsimp", "cse"]
     replay = details["replay"].split()[1:]
+    assert replay[-3:] == ["--input-seed", "2", "--signed-inputs"]
     replay[replay.index("-o") + 1] = str(tmp_path / "out.hlo")
     assert main(replay) == 0
-    assert "every buffer matches" in capsys.readouterr().out
+    assert "outputs: every buffer" in capsys.readouterr().out
+
+
+def test_the_property_draws_bf16_and_training_graphs_and_counts_only_what_xla_applied():
+    graphs = semantics_graphs()
+    dtypes = {graph.config.get("dtype") for graph in graphs}
+    assert {"bf16", "f32"} <= dtypes
+    assert any("train" in graph.name for graph in graphs if graph.config.get("dtype") == "bf16")
+    check = SemanticsCheck(default_driver())
+    # gather_simplifier before its normalizer is masked (not run); what XLA ran is what counts.
+    outcome = check.run(small_graphs("gnn")[0], ["gather_simplifier", "algsimp", "cse"], seed=1, signed=True)
+    assert outcome.applied == ["algsimp", "cse"] and outcome.problems == []
+    assert check.coverage == collections.Counter(outcome.applied)
 
 
 SUITE = "from xlabench.plugin.suite import test_known_miscompile  # noqa: F401\n"

@@ -49,6 +49,12 @@ def donated_step_module() -> HloModule:
 
 
 @pytest.fixture(scope="session")
+def attention_bf16_module() -> HloModule:
+    """JAX-lowered bf16 attention block (4 heads, softmax in f32, gelu, residual): 1,024 outputs."""
+    return HloModule.from_file(DATA / "attention_bf16.hlo")
+
+
+@pytest.fixture(scope="session")
 def spin_module() -> HloModule:
     """A while loop whose condition is always true: compiling it is quick, running it never ends."""
     return HloModule.from_file(DATA / "spin.hlo")

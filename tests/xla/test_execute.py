@@ -11,8 +11,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from xlabench.xla import default_driver
-from xlabench.xla.execute import compare_outputs, execute, execute_against_default, random_inputs
+from xlabench.xla import HloModule, default_driver
+from xlabench.xla.execute import (
+    compare_outputs,
+    execute,
+    execute_against_default,
+    judge_outputs,
+    lifted_to_f32,
+    low_precision,
+    random_inputs,
+)
 from xlabench.xla.structure import donated_parameters
 
 
@@ -187,3 +195,39 @@ def test_a_max_pool_gradient_runs_whatever_came_first_the_simplifier_or_the_expa
     inputs = random_inputs(module, seed=0)
     sequence_run, default_run = execute_against_default(result, sequence, module, inputs, repeats=1, warmup=0)
     assert compare_outputs(default_run.outputs, sequence_run.outputs) == []
+
+
+def test_low_precision_outputs_are_judged_by_their_error_against_the_module_lifted_to_f32(
+    attention_bf16_module,
+):
+    module = attention_bf16_module
+    assert low_precision(module.text) and not low_precision(lifted_to_f32(module.text))
+    inputs = random_inputs(module, seed=1)
+    default = execute(module, inputs).outputs
+    # The most accurate bf16 answer there is: the f32 program's outputs, rounded once.
+    lifted = HloModule.from_text(lifted_to_f32(module.text))
+    reference = execute(lifted, [value.astype(np.float32) for value in inputs]).outputs
+    accurate = [value.astype(default[0].dtype) for value in reference]
+    assert compare_outputs(default, accurate) != []  # held to XLA's default, it would fail
+    verdict = judge_outputs(module, inputs, default, accurate)
+    [error] = verdict.errors
+    assert verdict.problems == [] and verdict.reference == "f32 reference"
+    assert error.rms_sequence < error.rms_default and "XLA's default" in error.describe()
+
+
+def test_a_real_miscompile_of_a_low_precision_module_still_fails(attention_bf16_module):
+    module = attention_bf16_module
+    inputs = random_inputs(module, seed=1)
+    default = execute(module, inputs).outputs
+    # An executable XLA built from the wrong program: the residual subtracted instead of added.
+    line = [line for line in module.text.splitlines() if line.lstrip().startswith("ROOT")][-1]  # ENTRY's
+    assert " add(" in line
+    wrong = HloModule.from_text(module.text.replace(line, line.replace(" add(", " subtract(")))
+    miscompiled = execute(wrong, inputs).outputs
+    verdict = judge_outputs(module, inputs, default, miscompiled)
+    assert verdict.problems and "worse than the default" in verdict.problems[0]
+    # f32 modules keep the direct comparison with XLA's default executable.
+    lifted = HloModule.from_text(lifted_to_f32(module.text))
+    wide = [value.astype(np.float32) for value in inputs]
+    outputs = execute(lifted, wide).outputs
+    assert judge_outputs(lifted, wide, outputs, outputs).reference == "XLA's default executable"

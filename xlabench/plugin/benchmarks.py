@@ -27,9 +27,11 @@ import pytest
 BENCHMARK_GROUP = "xlabench: policy executables"
 PROPERTY_RUNS = "xlabench-runs"
 GATE_TEST = "test_policy_on_graph"
-# A policy executable's median run time may grow to twice the reference run's (medians of interleaved
-# runs on one core; two runs of the suite on this machine: docs/measurements.md).
-DEFAULT_COMPARE_FAIL = "median:100%"
+# A policy executable's median run time may grow to three times the reference run's: two runs of the
+# unchanged suite on a 2-vCPU machine gave per-graph ratios of 0.55-2.06 (their runtime ratios to XLA's
+# default: 0.84-1.26), so absolute times catch only gross slowdowns; gate (c) and the suite-wide
+# geomean, both ratios, catch the rest (docs/measurements.md, 2026-11-27).
+DEFAULT_COMPARE_FAIL = "median:200%"
 
 
 @dataclass

@@ -550,7 +550,12 @@ class SessionSummary:
             terminalreporter.write_sep("-", "xlabench: Hypothesis semantics check")
             terminalreporter.write_line(
                 f"{self.coverage['examples']} examples; {sum(1 for n in counts.values() if n)} of "
-                f"{len(counts)} action passes exercised (runs per pass: min {low}, max {high})"
+                f"{len(counts)} action passes applied by XLA (runs per pass: min {low}, max {high})"
+                + (
+                    f"; {self.coverage['flagged']} flagged, not compared: XLA's default outputs mostly NaN"
+                    if self.coverage.get("flagged")
+                    else ""
+                )
             )
         settings = self.config.stash[SETTINGS]
         rows = sorted(self.rows, key=lambda row: (-row["damage"], row["graph"], row["policy"]))

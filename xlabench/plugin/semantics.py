@@ -1,10 +1,13 @@
 """Hypothesis: any pass sequence from the action set leaves a module that computes what the original did.
 
-Strategies draw sequences (1-30 actions) and graphs (the smallest graph of each family); the property:
-every output buffer of the sequence's executable matches XLA's default executable of the original
-(dtype-aware tolerance, `compare_outputs`), on the same random inputs. An action whose required
-pass has not run yet is left out, as the environment masks it; an action XLA refuses leaves the
-module as it was, as in the environment. Shrinking ends on a minimal failing sequence; it is saved
+Strategies draw sequences (1-30 actions), graphs (`semantics_graphs`: the smallest of each family in
+each element type, and the smallest training steps) and inputs (several seeds, signed or not); the
+property: the sequence's executable computes what XLA's default executable of the original does, on the
+same inputs (`judge_outputs`: equal within a dtype-aware tolerance, or on bf16 arithmetic no less
+accurate against the module lifted to f32). An example whose default outputs are mostly NaN proves
+nothing: it is flagged, counted and not compared. An action whose required pass has not run yet is
+left out, as the environment masks it; an action XLA refuses leaves the module as it was, as in the
+environment, and is not counted as exercised. Shrinking ends on a minimal failing sequence; it is saved
 as a reproducer (module.hlo, passes.txt, reproducer.json with the jaxlib version) that
 `xlabench apply module.hlo PASS... -o out.hlo --check-outputs` replays.
 
@@ -31,10 +34,13 @@ from xlabench.files import write_atomically
 from xlabench.graphs import Graph, resolve_graphs
 from xlabench.xla import PassDriver
 from xlabench.xla.cache import cache_directory
-from xlabench.xla.execute import sequence_output_problems
+from xlabench.xla.execute import judge_sequence, nan_share
 from xlabench.xla.module import HloModule
 
 MAX_SEQUENCE = 30
+INPUT_SEEDS = 4  # input sets an example may draw (seed 0..3), each signed or non-negative
+# An example whose default outputs hold more NaN than this share is flagged, not compared.
+NAN_FLAG_SHARE = 0.5
 
 
 def action_passes(driver: PassDriver) -> list[str]:
@@ -51,6 +57,24 @@ def small_graphs(spec: str = "all") -> list[Graph]:
         if kept is None or graph.instruction_count < kept.instruction_count:
             smallest[graph.family] = graph
     return [smallest[family] for family in sorted(smallest)]
+
+
+def semantics_graphs(spec: str = "all") -> list[Graph]:
+    """What the property draws from: the smallest graph of each family in each element type, and the
+    smallest training step in each (training graphs are large: one a type keeps examples cheap)."""
+    chosen: dict[tuple[str, ...], Graph] = {}
+
+    def keep(key: tuple[str, ...], graph: Graph) -> None:
+        if key not in chosen or graph.instruction_count < chosen[key].instruction_count:
+            chosen[key] = graph
+
+    for graph in resolve_graphs(spec):
+        dtype = str(graph.config.get("dtype", "-"))
+        if graph.config.get("mode") == "train" or "train" in graph.name:
+            keep(("train", dtype), graph)
+        else:
+            keep((graph.family, dtype), graph)
+    return [chosen[key] for key in sorted(chosen)]
 
 
 def pass_sequences(actions: list[str], min_size: int = 1, max_size: int = MAX_SEQUENCE) -> st.SearchStrategy:
@@ -88,6 +112,9 @@ class Outcome:
     applied: list[str]
     problems: list[str]
     known: Path | None = None
+    flagged: bool = False  # XLA's default outputs mostly NaN: nothing was compared
+    seed: int = 0  # the input set (`random_inputs` seed) ...
+    signed: bool = False  # ... and whether its values kept their signs
 
 
 @dataclass(frozen=True)
@@ -99,6 +126,8 @@ class KnownMiscompile:
     sequence: tuple[str, ...]
     jaxlib: str
     disabled_passes: tuple[str, ...]
+    seed: int = 0
+    signed: bool = False
 
     @property
     def name(self) -> str:
@@ -122,6 +151,8 @@ def known_miscompiles(baselines_root: Path | None = None) -> list[KnownMiscompil
                     tuple(details["sequence"]),
                     details["jaxlib"],
                     tuple(details.get("disabled_passes", [])),
+                    int(details.get("inputs", {}).get("seed", 0)),
+                    bool(details.get("inputs", {}).get("signed", False)),
                 )
             )
         except (OSError, ValueError, KeyError, TypeError) as error:
@@ -137,7 +168,10 @@ def replay_miscompile(driver: PassDriver, known: KnownMiscompile) -> list[str]:
     current = module
     for action in known.sequence:
         current = driver.apply_action(current, action)[0]
-    return sequence_output_problems(module, current, list(known.sequence), driver=driver)
+    verdict, _ = judge_sequence(
+        module, current, list(known.sequence), seed=known.seed, driver=driver, non_negative=not known.signed
+    )
+    return verdict.problems
 
 
 @dataclass
@@ -148,11 +182,13 @@ class SemanticsCheck:
     modules: dict[str, HloModule] = field(default_factory=dict)
     coverage: collections.Counter = field(default_factory=collections.Counter)
     examples: int = 0
+    flagged: int = 0
     last_failure: tuple[Graph, Outcome] | None = None
     known: list[KnownMiscompile] = field(default_factory=list)
 
-    def run(self, graph: Graph, sequence: list[str]) -> Outcome:
-        """Apply `sequence` to `graph` (masked and refused actions skipped), then compare outputs."""
+    def run(self, graph: Graph, sequence: list[str], seed: int = 0, signed: bool = False) -> Outcome:
+        """Apply `sequence` to `graph` (masked and refused actions skipped), then judge the outputs on
+        input set `seed` (normal values, or their absolute values unless `signed`)."""
         module = self.modules.get(graph.name)
         if module is None:
             module = self.modules[graph.name] = self.driver.load(graph.hlo_text(), graph.name)
@@ -161,14 +197,20 @@ class SemanticsCheck:
         for action in sequence:
             if catalogue.unmet_requirement(action, applied) is not None:
                 continue  # masked in the environment: its required pass has not run
-            self.coverage[action] += 1  # run by XLA, whether it applies or is refused
             try:
                 current = self.driver.apply_action(current, action)[0]
             except CompilerError:
                 continue  # refused by XLA: the environment leaves the module as it was
+            self.coverage[action] += 1  # exercised: XLA ran it on this module
             applied.append(action)
         self.examples += 1
-        outcome = Outcome(applied, sequence_output_problems(module, current, applied, driver=self.driver))
+        verdict, default_outputs = judge_sequence(
+            module, current, applied, seed=seed, driver=self.driver, non_negative=not signed
+        )
+        if nan_share(default_outputs) > NAN_FLAG_SHARE:
+            self.flagged += 1
+            return Outcome(applied, [], flagged=True, seed=seed, signed=signed)
+        outcome = Outcome(applied, verdict.problems, seed=seed, signed=signed)
         if outcome.problems:
             outcome.known = self._known(graph, applied)
             if outcome.known is None:
@@ -203,7 +245,10 @@ class SemanticsCheck:
             "problems": outcome.problems,
             "jaxlib": self.driver.jaxlib_version,
             "disabled_passes": list(self.driver.disabled_passes),
-            "replay": f"xlabench apply {module_file} {' '.join(outcome.applied)} -o out.hlo --check-outputs",
+            "inputs": {"seed": outcome.seed, "signed": outcome.signed},
+            "replay": f"xlabench apply {module_file} {' '.join(outcome.applied)} -o out.hlo --check-outputs"
+            + f" --input-seed {outcome.seed}"
+            + (" --signed-inputs" if outcome.signed else ""),
         }
         write_atomically(target / "reproducer.json", (json.dumps(details, indent=1) + "\n").encode())
         return target

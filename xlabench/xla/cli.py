@@ -37,7 +37,14 @@ def register(subparsers: Any) -> None:
         "--check-outputs",
         action="store_true",
         help="run the result and XLA's default executable of the input on random inputs; exit 1 if "
-        "any output buffer differs (replays a reproducer of the pytest plugin's semantics check)",
+        "an output differs (low precision: is less accurate against the module lifted to f32); replays "
+        "a reproducer of the pytest plugin's semantics check",
+    )
+    apply.add_argument("--input-seed", type=int, default=0, help="--check-outputs: the inputs' seed (0)")
+    apply.add_argument(
+        "--signed-inputs",
+        action="store_true",
+        help="--check-outputs: normal inputs (default: their absolute values)",
     )
     apply.set_defaults(handler=run_apply)
 
@@ -212,13 +219,28 @@ def run_apply(args: argparse.Namespace) -> int:
         print(f"xlabench: error: {failure}; nothing written to {output}", file=sys.stderr)
         return 1
     if args.check_outputs:
-        from xlabench.xla.execute import sequence_output_problems
+        from xlabench.xla.execute import judge_sequence
 
-        problems = sequence_output_problems(module, current, args.passes, driver=driver)
+        verdict, _ = judge_sequence(
+            module, current, args.passes, args.input_seed, driver, non_negative=not args.signed_inputs
+        )
+        problems = verdict.problems
+        if verdict.errors:  # low precision: judged against the module lifted to f32
+            headline = (
+                "outputs LESS ACCURATE than XLA's default executable against the module lifted to f32: "
+                if problems
+                else "outputs: every buffer as accurate as XLA's default's against the module lifted to f32"
+            )
+        else:
+            headline = (
+                "outputs DIFFER from XLA's default executable: "
+                if problems
+                else "outputs: every buffer matches XLA's default executable"
+            )
         print(
-            "outputs: every buffer matches XLA's default executable"
-            if not problems
-            else "outputs DIFFER from XLA's default executable: " + "; ".join(problems),
+            "\n".join(
+                [headline + "; ".join(problems), *(f"  {error.describe()}" for error in verdict.errors)]
+            ),
             file=sys.stderr if args.json else sys.stdout,
         )
         return 1 if problems else 0

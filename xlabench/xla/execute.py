@@ -147,6 +147,31 @@ def execute_against_default(
     return _execution(answers[0]), _execution(answers[1])
 
 
+def judge_sequence(
+    original: HloModule,
+    result: HloModule,
+    applied: Iterable[str],
+    seed: int = 0,
+    driver: PassDriver | None = None,
+    non_negative: bool = True,
+) -> tuple[OutputsVerdict, list[np.ndarray]]:
+    """A sequence's executable against XLA's default executable of the original: `judge_outputs`' verdict
+    and the default's outputs, both run on `random_inputs(original, seed, non_negative=...)`.
+
+    Non-negative inputs by default: a parameter that is a variance or a scale then stays in its domain.
+    (With normal inputs, ResNet inference takes square roots of negative variances, and XLA's default
+    pipeline turns the NaNs into 0 where the module without its simplifications keeps them: two correct
+    compiles disagree on arithmetic XLA assumes finite.)
+    """
+    driver = driver or default_driver()
+    inputs = random_inputs(original, seed=seed, driver=driver, non_negative=non_negative)
+    sequence_run, default_run = execute_against_default(
+        result, applied, original, inputs, repeats=0, warmup=0, driver=driver
+    )
+    verdict = judge_outputs(original, inputs, default_run.outputs, sequence_run.outputs, driver)
+    return verdict, default_run.outputs
+
+
 def sequence_output_problems(
     original: HloModule,
     result: HloModule,
@@ -154,21 +179,15 @@ def sequence_output_problems(
     seed: int = 0,
     driver: PassDriver | None = None,
 ) -> list[str]:
-    """How a sequence's executable's outputs differ from XLA's default executable of the original.
+    """How a sequence's outputs fail `judge_sequence` (empty: they pass), on non-negative inputs."""
+    return judge_sequence(original, result, applied, seed, driver)[0].problems
 
-    Both run on `random_inputs(original, seed, non_negative=True)`: a parameter that is a variance
-    or a scale then stays in its domain. (With normal inputs, ResNet inference takes square roots of
-    negative variances, and XLA's default pipeline turns the NaNs into 0 where the module without its
-    simplifications keeps them: two correct compiles disagree on arithmetic XLA assumes finite.)
-    Empty when every output passes `judge_outputs`: it matches the default's within the dtype-aware
-    tolerance, or, on low-precision arithmetic, it is no less accurate against the f32 reference.
-    """
-    driver = driver or default_driver()
-    inputs = random_inputs(original, seed=seed, driver=driver, non_negative=True)
-    sequence_run, default_run = execute_against_default(
-        result, applied, original, inputs, repeats=0, warmup=0, driver=driver
-    )
-    return judge_outputs(original, inputs, default_run.outputs, sequence_run.outputs, driver).problems
+
+def nan_share(outputs: list[np.ndarray]) -> float:
+    """The share of NaN elements over every float output (0 when there are none)."""
+    floats = [output.astype(np.float64) for output in outputs if _is_float(output)]
+    total = sum(output.size for output in floats)
+    return sum(int(np.isnan(output).sum()) for output in floats) / total if total else 0.0
 
 
 def _sequence_program(
