@@ -6,6 +6,7 @@ import collections
 import json
 
 from xlabench.cli import main
+from xlabench.graphs import resolve_graphs
 from xlabench.plugin.semantics import (
     Outcome,
     SemanticsCheck,
@@ -84,3 +85,15 @@ def test_a_stored_miscompile_is_pinned_to_its_jaxlib(pytester, tmp_path):
     result = pytester.runpytest_subprocess(*options)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([f"*{details_file}: not a reproducer xlabench wrote*"])
+
+
+def test_inputs_outside_the_programs_domain_are_flagged_not_failed():
+    # Signed inputs give ResNet negative variances: the unsimplified program takes square roots of them
+    # and computes NaN where XLA's default pipeline, assuming finite arithmetic, does not.
+    check = SemanticsCheck(default_driver())
+    outcome = check.run(resolve_graphs("resnet-infer-n111-w8-i32-b2-bf16")[0], ["async-collective-replacer"],
+                        seed=0, signed=True)  # fmt: skip
+    assert outcome.flagged and outcome.problems == [] and check.flagged == 1
+    # The same inputs without signs stay in the domain: compared, and equal.
+    outcome = check.run(resolve_graphs("resnet-infer-n111-w8-i32-b2-bf16")[0], ["async-collective-replacer"])
+    assert not outcome.flagged and outcome.problems == []

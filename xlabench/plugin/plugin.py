@@ -552,7 +552,8 @@ class SessionSummary:
                 f"{self.coverage['examples']} examples; {sum(1 for n in counts.values() if n)} of "
                 f"{len(counts)} action passes applied by XLA (runs per pass: min {low}, max {high})"
                 + (
-                    f"; {self.coverage['flagged']} flagged, not compared: XLA's default outputs mostly NaN"
+                    f"; {self.coverage['flagged']} flagged, not compared (default outputs mostly NaN, or "
+                    "inputs outside the program's domain)"
                     if self.coverage.get("flagged")
                     else ""
                 )

@@ -4,8 +4,9 @@ Strategies draw sequences (1-30 actions), graphs (`semantics_graphs`: the smalle
 each element type, and the smallest training steps) and inputs (several seeds, signed or not); the
 property: the sequence's executable computes what XLA's default executable of the original does, on the
 same inputs (`judge_outputs`: equal within a dtype-aware tolerance, or on bf16 arithmetic no less
-accurate against the module lifted to f32). An example whose default outputs are mostly NaN proves
-nothing: it is flagged, counted and not compared. An action whose required pass has not run yet is
+accurate against the module lifted to f32). An example whose default outputs are mostly NaN, or whose
+inputs leave the program's domain (`judge_sequence`: NaN without XLA's finite-math simplifications),
+proves nothing: it is flagged, counted and not compared. An action whose required pass has not run yet is
 left out, as the environment masks it; an action XLA refuses leaves the module as it was, as in the
 environment, and is not counted as exercised. Shrinking ends on a minimal failing sequence; it is saved
 as a reproducer (module.hlo, passes.txt, reproducer.json with the jaxlib version) that
@@ -112,7 +113,8 @@ class Outcome:
     applied: list[str]
     problems: list[str]
     known: Path | None = None
-    flagged: bool = False  # XLA's default outputs mostly NaN: nothing was compared
+    # XLA's default outputs mostly NaN, or the inputs outside the program's domain: nothing compared.
+    flagged: bool = False
     seed: int = 0  # the input set (`random_inputs` seed) ...
     signed: bool = False  # ... and whether its values kept their signs
 
@@ -207,7 +209,7 @@ class SemanticsCheck:
         verdict, default_outputs = judge_sequence(
             module, current, applied, seed=seed, driver=self.driver, non_negative=not signed
         )
-        if nan_share(default_outputs) > NAN_FLAG_SHARE:
+        if nan_share(default_outputs) > NAN_FLAG_SHARE or verdict.outside_domain:
             self.flagged += 1
             return Outcome(applied, [], flagged=True, seed=seed, signed=signed)
         outcome = Outcome(applied, verdict.problems, seed=seed, signed=signed)

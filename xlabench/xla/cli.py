@@ -225,7 +225,12 @@ def run_apply(args: argparse.Namespace) -> int:
             module, current, args.passes, args.input_seed, driver, non_negative=not args.signed_inputs
         )
         problems = verdict.problems
-        if verdict.errors:  # low precision: judged against the module lifted to f32
+        if verdict.outside_domain:
+            headline = (
+                "outputs: not compared: on these inputs the program itself (XLA's simplifications off) "
+                "computes NaN or inf where XLA's default does not"
+            )
+        elif verdict.errors:  # low precision: judged against the module lifted to f32
             headline = (
                 "outputs LESS ACCURATE than XLA's default executable against the module lifted to f32: "
                 if problems

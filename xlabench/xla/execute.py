@@ -161,7 +161,9 @@ def judge_sequence(
     Non-negative inputs by default: a parameter that is a variance or a scale then stays in its domain.
     (With normal inputs, ResNet inference takes square roots of negative variances, and XLA's default
     pipeline turns the NaNs into 0 where the module without its simplifications keeps them: two correct
-    compiles disagree on arithmetic XLA assumes finite.)
+    compiles disagree on arithmetic XLA assumes finite.) With signed inputs, a failure whose outputs are
+    not finite where the default's are is checked against the unsimplified program: not finite there
+    either, the verdict is `outside_domain`, without problems.
     """
     driver = driver or default_driver()
     inputs = random_inputs(original, seed=seed, driver=driver, non_negative=non_negative)
@@ -169,7 +171,23 @@ def judge_sequence(
         result, applied, original, inputs, repeats=0, warmup=0, driver=driver
     )
     verdict = judge_outputs(original, inputs, default_run.outputs, sequence_run.outputs, driver)
+    if verdict.problems and _non_finite_where_finite(sequence_run.outputs, default_run.outputs):
+        # XLA's simplifications assume finite arithmetic (x * 0 -> 0, ...): where the unsimplified
+        # program is not finite either, the inputs left its domain and no order is wrong.
+        raw = execute(original, inputs, required_only=True, driver=driver).outputs
+        if _non_finite_where_finite(raw, default_run.outputs):
+            verdict = OutputsVerdict([], verdict.reference, verdict.errors, outside_domain=True)
     return verdict, default_run.outputs
+
+
+def _non_finite_where_finite(outputs: list[np.ndarray], finite_in: list[np.ndarray]) -> bool:
+    """Whether some float output is NaN or inf at an element where the other outputs' is finite."""
+    for output, other in zip(outputs, finite_in, strict=False):
+        if _is_float(output) and output.shape == other.shape:
+            mine, theirs = output.astype(np.float64), other.astype(np.float64)
+            if (~np.isfinite(mine) & np.isfinite(theirs)).any():
+                return True
+    return False
 
 
 def sequence_output_problems(
@@ -271,9 +289,18 @@ class OutputError:
     rms_default: float
     max_sequence: float
     max_default: float
+    # An integer or boolean output (an argmax, a count): elements unlike the reference's, of how many.
+    # rms/max then hold the shares of such elements.
+    elements: int | None = None
 
     def describe(self) -> str:
         """One line: both errors."""
+        if self.elements is not None:
+            unlike = round(self.max_sequence * self.elements), round(self.max_default * self.elements)
+            return (
+                f"output {self.index}: {unlike[0]} of {self.elements} elements unlike the f32 reference's "
+                f"(XLA's default: {unlike[1]})"
+            )
         return (
             f"output {self.index}: error vs f32 reference rms {self.rms_sequence:.3g} (XLA's default "
             f"{self.rms_default:.3g}), max {self.max_sequence:.3g} (default {self.max_default:.3g})"
@@ -287,6 +314,9 @@ class OutputsVerdict:
     problems: list[str]
     reference: str  # "XLA's default executable", or "f32 reference" for low-precision modules
     errors: list[OutputError] = field(default_factory=list)
+    # The inputs are outside the program's domain: the program itself, without XLA's simplifications,
+    # computes NaN or inf where XLA's default does not. Such a comparison proves nothing either way.
+    outside_domain: bool = False
 
 
 def judge_outputs(
@@ -324,10 +354,23 @@ def judge_outputs(
         if default.shape != sequence.shape or default.dtype != sequence.dtype:
             problems += compare_outputs([default], [sequence])
             continue
-        if not _is_float(default) or wide.shape != default.shape:
+        if wide.shape != default.shape:
             problems += [
                 p.replace("output 0", f"output {index}", 1) for p in compare_outputs([default], [sequence])
             ]
+            continue
+        if not _is_float(default):
+            # Derived from low-precision floats (an argmax), integers flip at near-ties in any correct
+            # order: count the elements unlike the reference's, next to the default's count.
+            shares = [float(np.mean(output != wide.astype(output.dtype))) if output.size else 0.0
+                      for output in (sequence, default)]  # fmt: skip
+            error = OutputError(index, shares[0], shares[1], shares[0], shares[1], int(default.size))
+            errors.append(error)
+            limit = shares[1] * (1 + NUMERICS_SLACK[1]) + NUMERICS_FLOOR[1] + 1 / max(1, default.size)
+            if shares[0] > limit:
+                problems.append(
+                    f"{error.describe()}: worse than the default (limit {limit * default.size:.0f})"
+                )
             continue
         error = _output_error(index, wide, default, sequence)
         errors.append(error)
