@@ -62,6 +62,14 @@ def test_apply_check_outputs_runs_the_result_against_xlas_default(capsys, tmp_pa
     )
     assert code == 0
     assert "outputs: every buffer matches XLA's default executable" in out
+    # Another input set, signed, as a reproducer names it; a seed that cannot be is one usage line.
+    code, out, _ = run(capsys, "apply", source, "algsimp", "-o", str(tmp_path / "o.hlo"), "--check-outputs",
+                       "--input-seed", "3", "--signed-inputs")  # fmt: skip
+    assert code == 0 and "every buffer matches" in out
+    with pytest.raises(SystemExit) as stopped:
+        run(capsys, "apply", source, "algsimp", "-o", str(tmp_path / "o.hlo"), "--input-seed", "-1")
+    assert stopped.value.code == 2
+    assert "--input-seed: expected a non-negative integer, got '-1'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

@@ -40,13 +40,26 @@ def register(subparsers: Any) -> None:
         "an output differs (low precision: is less accurate against the module lifted to f32); replays "
         "a reproducer of the pytest plugin's semantics check",
     )
-    apply.add_argument("--input-seed", type=int, default=0, help="--check-outputs: the inputs' seed (0)")
+    apply.add_argument(
+        "--input-seed", type=_non_negative, default=0, help="--check-outputs: the inputs' seed (0)"
+    )
     apply.add_argument(
         "--signed-inputs",
         action="store_true",
         help="--check-outputs: normal inputs (default: their absolute values)",
     )
     apply.set_defaults(handler=run_apply)
+
+
+def _non_negative(text: str) -> int:
+    """An argparse type: an integer >= 0 (a seed), else one usage line."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
+    return value
 
 
 def register_compilers(subparsers: Any) -> None:
