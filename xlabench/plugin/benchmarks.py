@@ -108,7 +108,7 @@ class Benchmarks:
             bench_session.skip
         ):
             return  # the user turned benchmarks off
-        if bench_session.xdist_warning:
+        if config.getoption("dist", "no") != "no":
             # Turned off only for xdist: these runs were not timed in the xdist workers' own processes.
             bench_session.disabled = False
             bench_session.xdist_benchmark_found = False
