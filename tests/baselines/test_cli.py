@@ -15,23 +15,36 @@ GRAPH = "mlp_mixer-infer-l2-d64-p4-i16-b2-bf16"
 def test_update_stores_and_diff_shows_what_a_compiler_change_does(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("XLABENCH_BASELINES_DIR", str(tmp_path))
     options = ["--policy", "general", "--graphs", GRAPH, "--workers", "1", "--min-run-time", "0.05"]
+    earlier = ["--policy", "general@v1.1", *options[2:], "--measurements", "1"]
+    assert main(["baselines", "update", *earlier]) == 0
+    capsys.readouterr()
     assert main(["baselines", "update", *options]) == 0
+    # A new version is shown against the one stored before, and keeps it for the gate.
+    assert (
+        "general@v2.0 against general@v1.1 (the version stored before), per graph:" in capsys.readouterr().out
+    )
     stored = load("general", root=tmp_path).get(GRAPH)
     assert stored["R"] <= stored["D"] and stored["sequence"] and stored["runtime_ratio"] > 0
+    assert stored["previous"]["policy"] == "general@v1.1" and stored["previous"]["R"] > 0
     # The stored ratio is the median of three measurements (each with its own compiles and runs).
     ratios = stored["runtime_ratios"]
     assert len(ratios) == 3 and stored["runtime_ratio"] == sorted(ratios)[1]
-    capsys.readouterr()
-    assert main(["baselines", "diff", *options]) == 0
-    assert "(1 graphs, 0 changed)" in capsys.readouterr().out
+    report = tmp_path / "diff.md"
+    assert main(["baselines", "diff", *options, "--report", str(report)]) == 0
+    assert "(1 graphs, " in capsys.readouterr().out
+    markdown = report.read_text()
+    assert "| graph | R before | R now | change | runtime before | runtime now | status |" in markdown
+    assert f"| {GRAPH} | {stored['R']} | {stored['R']} |  | {stored['runtime_ratio']:.3f} |" in markdown
     # A graph without a stored baseline is not a silent pass.
     unstored = [*options[:2], "--graphs", "recurrent-gru-infer-l1-h128-s16-b8-f32", *options[4:]]
     assert main(["baselines", "diff", *unstored]) == 1
-    assert "recurrent-gru-infer-l1-h128-s16-b8-f32: no baseline" in capsys.readouterr().out
+    assert "recurrent-gru-infer-l1-h128-s16-b8-f32" in (line := capsys.readouterr().out.splitlines()[2])
+    assert line.endswith("no baseline")
     # The same compiler without algsimp: diff names the graph and the op count it grew to; update refuses.
     monkeypatch.setenv("XLABENCH_DISABLE_PASSES", "algsimp")
     assert main(["baselines", "diff", *options]) == 1
-    assert f"{GRAPH}: R {stored['R']} -> " in capsys.readouterr().out
+    [row] = [line.split() for line in capsys.readouterr().out.splitlines() if line.strip().startswith(GRAPH)]
+    assert row[1] == str(stored["R"]) and int(row[2]) > stored["R"] and "more" in row
     assert main(["baselines", "update", *options]) == 2
     assert "baselines are measured with the whole compiler" in capsys.readouterr().err
     monkeypatch.delenv("XLABENCH_DISABLE_PASSES")

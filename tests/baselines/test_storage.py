@@ -66,3 +66,20 @@ def test_a_damaged_metadata_file_is_refused(tmp_path):
     (tmp_path / "general" / "metadata.json").write_text("{not json")
     with pytest.raises(BaselineError, match=r"general/metadata\.json: unreadable"):
         load("general", root=tmp_path)
+
+
+def test_a_new_version_keeps_what_the_version_before_achieved_per_graph(tmp_path):
+    write("general", "general@v1.0", "0.10.2", ROWS, root=tmp_path)
+    write("general", "general@v1.1", "0.10.2", [{**ROWS[0], "R": 9}, ROWS[1]], root=tmp_path)
+    stored = load("general", "general@v1.1", "0.10.2", root=tmp_path)
+    assert stored.get("g1")["previous"] == {
+        "policy": "general@v1.0", "jaxlib": "0.10.2", "R": 8, "runtime_ratio": 1.01,
+    }  # fmt: skip
+    # Updating the same version again (part of the graphs, or on another jaxlib) keeps it.
+    write("general", "general@v1.1", "0.10.2", [{**ROWS[0], "R": 8}], root=tmp_path)
+    write("general", "general@v1.1", "0.11.0", [{**ROWS[1], "R": 15}], root=tmp_path)
+    stored = load("general", "general@v1.1", "0.11.0", root=tmp_path)
+    assert stored.get("g2")["previous"]["R"] == 16 and stored.get("g2")["R"] == 15
+    # The next version is held to v1.1, not v1.0.
+    write("general", "general@v1.2", "0.11.0", [ROWS[1]], root=tmp_path)
+    assert load("general", root=tmp_path).get("g2")["previous"]["policy"] == "general@v1.1"

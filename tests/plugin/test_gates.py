@@ -109,3 +109,19 @@ def test_a_runtime_failure_shows_each_executables_median_and_spread():
         "g", "general@v2.0", "0.10.2", (), row, None, None, ["runtime vs XLA's default"]
     ).message()
     assert "runs (median, IQR): policy 2.200 ms, 0.000 ms, default 1.000 ms, 0.000 ms" in message
+
+
+def test_a_new_version_worse_than_the_previous_one_fails_until_a_reviewer_lists_it():
+    previous = {"policy": "general@v2.0", "jaxlib": "0.10.2", "R": 130, "runtime_ratio": 1.0}
+    # The new version's own baseline is R 140: gate (b) alone would pass it.
+    baseline = {"R": 140, "D": 140, "runtime_ratio": 1.0, "previous": previous}
+    failures = judge(measured_row(1.0, 1.6), baseline, Tolerances())
+    assert failures == [
+        "op count vs previous version: R 140 > general@v2.0 R 130 (+10, +7.7%)",
+        "runtime vs baseline: policy/default 1.600 > baseline 1.000 x 1.5",
+        "runtime vs previous version: policy/default 1.600 > general@v2.0 1.000 x 1.5",
+    ]
+    gap = KnownGap("g", "general@v2.1", "op count vs previous version", "reviewed", "2026-11-27")
+    standing, known, _ = split_known(failures[:1], [gap])
+    assert standing == [] and known == failures[:1]
+    assert judge(measured_row(1.0, 1.0), {**baseline, "previous": {**previous, "R": 140}}, Tolerances()) == []

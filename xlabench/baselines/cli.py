@@ -5,8 +5,17 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from xlabench.baselines.compare import (
+    MIN_RUN_SECONDS,
+    MORE_OPS,
+    REGRESSIONS,
+    SLOWER,
+    Comparison,
+    counts,
+    markdown_table,
+    text_table,
+)
 from xlabench.errors import UserInputError
-from xlabench.plugin.gates import MIN_RUN_SECONDS
 
 # A stored runtime ratio is what every later run is held to: time it longer than a gate does ...
 BASELINE_RUN_SECONDS = 4 * MIN_RUN_SECONDS
@@ -48,6 +57,10 @@ def register(subparsers: Any) -> None:
         default=BASELINE_MEASUREMENTS,
         help="store the median runtime ratio of this many measurements, each with its own compiles "
         f"(default {BASELINE_MEASUREMENTS}; the rollout is measured once, then comes from the cache)",
+    )
+    diff.add_argument("--report", metavar="FILE", help="also write the comparison as Markdown to FILE")
+    diff.add_argument(
+        "--changed-only", action="store_true", help="list only graphs whose status is not 'same'"
     )
     update.set_defaults(handler=run_update)
     diff.set_defaults(handler=run_diff)
@@ -125,8 +138,9 @@ def median_rows(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
 
 
 def run_update(args: argparse.Namespace) -> int:
-    """Measure each policy on the graphs and store its baselines; graphs that failed are named."""
-    from xlabench.baselines.storage import write
+    """Measure each policy on the graphs and store its baselines; graphs that failed are named. For a
+    new policy version, show per graph how it compares with the version stored before."""
+    from xlabench.baselines.storage import previous_versions, write
 
     if args.measurements < 1:
         raise UserInputError(f"--measurements must be at least 1, got {args.measurements}")
@@ -134,6 +148,7 @@ def run_update(args: argparse.Namespace) -> int:
     for reference in _policies(args.policy):
         policy, rows = _measure(reference, args, args.measurements)
         name = policy.artifact.metadata["name"]
+        before = previous_versions(name, policy.label)
         directory = write(name, policy.label, _compiler_version(), rows)
         for row in rows:
             if "error" in row:
@@ -141,7 +156,35 @@ def run_update(args: argparse.Namespace) -> int:
                 print(f"{row['name']}: not stored: {row['error']}")
         stored = sum("error" not in row for row in rows)
         print(f"{policy.label}: {stored} graph(s) stored in {directory}")
+        if before:
+            _show_against_previous(policy.label, before, rows)
     return 1 if failed else 0
+
+
+def _show_against_previous(label: str, before: dict[str, dict[str, Any]], rows: list[dict[str, Any]]) -> None:
+    """Per graph, the previous version -> this one; where this one is worse, what the reviewer must do."""
+    stored = [row for row in rows if "error" not in row]
+    comparisons = [
+        Comparison(row["name"], before[row["name"]], row) for row in stored if row["name"] in before
+    ]
+    versions = sorted({record["policy"] for record in before.values()})
+    found = counts(comparisons)
+    print(f"{label} against {', '.join(versions)} (the version stored before), per graph:")
+    for line in text_table(comparisons):
+        print(f"  {line}")
+    new = len(stored) - len(comparisons)
+    print(
+        "  "
+        + ", ".join(f"{number} {status}" for status, number in sorted(found.items()))
+        + (f"; {new} graph(s) the version before did not cover" if new else "")
+    )
+    worse = [c for c in comparisons if c.status() in (MORE_OPS, SLOWER)]
+    if worse:
+        print(
+            f'  {len(worse)} graph(s) worse than the version before: the gate fails on each ("op count vs '
+            'previous version", "runtime vs previous version") until a reviewer lists it, with the '
+            "reason, in baselines/known-gaps.toml: " + ", ".join(c.graph for c in worse)
+        )
 
 
 def _compiler_version() -> str:
@@ -156,8 +199,9 @@ def run_diff(args: argparse.Namespace) -> int:
     failed or has no baseline. Baselines made with another jaxlib are compared on purpose: that is how a
     compiler change (`--compiler VERSION`) is judged."""
     from xlabench.baselines.storage import load
+    from xlabench.files import write_atomically
 
-    regressions = 0
+    regressions, report = 0, []
     for reference in _policies(args.policy):
         policy, rows = _measure(reference, args)
         stored = load(
@@ -165,26 +209,31 @@ def run_diff(args: argparse.Namespace) -> int:
         )
         if stored is None:
             raise UserInputError(f"{policy.label}: no stored baselines (run `xlabench baselines update`)")
-        changes = []
-        for row in rows:
-            before = stored.get(row["name"])
-            if before is None or "error" in row:
-                regressions += 1
-                changes.append((row["name"], "no baseline" if before is None else f"failed: {row['error']}"))
-                continue
-            if row["R"] == before["R"] and row["sequence"] == before["sequence"]:
-                continue  # op counts are deterministic; runtimes alone are noise here (the plugin gates them)
-            regressions += row["R"] > before["R"]
-            what = f"R {before['R']} -> {row['R']} ({(row['R'] - before['R']) / before['R']:+.1%})"
-            if before.get("runtime_ratio") and row.get("runtime_ratio"):
-                what += f", runtime ratio {before['runtime_ratio']:.3f} -> {row['runtime_ratio']:.3f}"
-            if row["sequence"] != before["sequence"]:
-                what += "; sequence now: " + " ".join(row["sequence"])
-            changes.append((row["name"], what))
-        print(
+        comparisons = [Comparison(row["name"], stored.get(row["name"]), row) for row in rows]
+        regressions += sum(comparison.status() in REGRESSIONS for comparison in comparisons)
+        found = counts(comparisons)
+        changed = len(comparisons) - found.get("same", 0)
+        title = (
             f"{policy.label} on jaxlib {_compiler_version()} vs {stored.directory}, made on jaxlib "
-            f"{stored.metadata['jaxlib']} ({len(rows)} graphs, {len(changes)} changed):"
+            f"{stored.metadata['jaxlib']} ({len(rows)} graphs, {changed} changed)"
         )
-        for name, what in changes:
-            print(f"  {name}: {what}")
+        listed = [c for c in comparisons if c.status() != "same"] if args.changed_only else comparisons
+        summary = ", ".join(f"{number} {status}" for status, number in sorted(found.items()))
+        print(f"{title}:")
+        for line in text_table(listed) if listed else []:
+            print(f"  {line}")
+        print(f"  {summary}")
+        report += [f"## {title}", "", *markdown_table(listed), "", summary, ""]
+    if args.report:
+        lines = [
+            "# xlabench baselines diff",
+            "",
+            "R: op count after the policy's sequence (deterministic: any increase is a regression). Runtime: "
+            "policy / XLA's default executable, median of interleaved runs (noisy: 'slower' only beyond "
+            "the gate's noise tolerance).",
+            "",
+            *report,
+        ]
+        write_atomically(args.report, ("\n".join(lines) + "\n").encode())
+        print(f"report written to {args.report}")
     return 1 if regressions else 0

@@ -1,7 +1,8 @@
 """Stored baselines: what each policy achieved on each graph, kept so that any later run can be judged.
 
 Layout: `baselines/<policy name>/<graph>.json` (one file a graph: I, D, R, the runtime ratio -- the
-median of `runtime_ratios`, several measurements -- and the sequence) and
+median of `runtime_ratios`, several measurements -- the sequence, and `previous`: the R and runtime
+ratio of the policy version before, when one was stored) and
 `baselines/<policy name>/metadata.json` (the policy version, jaxlib, machine, and the sha256 of every
 graph file). Every file is written atomically; each graph has a file of its own, so
 workers that each judge other graphs never write one file. Files are plain JSON, never pickle.
@@ -145,7 +146,8 @@ def write(
     """Store one record a graph for the rows that succeeded, then the metadata (atomic writes).
 
     Graphs already stored for the same policy version and jaxlib that `rows` does not cover are kept;
-    anything made with another version or jaxlib is replaced as a whole.
+    anything made with another version or jaxlib is replaced as a whole. Each record keeps what the
+    previous policy version achieved on its graph (`previous`), so the gate can hold the new one to it.
     """
     directory = (root or baselines_directory()) / policy_name
     previous = None
@@ -153,6 +155,7 @@ def write(
         previous = load(policy_name, policy_label, jaxlib_version, root=root)
     except BaselineError:
         previous = None  # another version, jaxlib or a damaged set: start over
+    versions = previous_versions(policy_name, policy_label, root)
     graphs: dict[str, Any] = dict(previous.metadata["graphs"]) if previous is not None else {}
     if previous is None and directory.is_dir():
         for stale in directory.glob("*.json"):
@@ -161,6 +164,8 @@ def write(
         if "error" in row or row.get("R") is None:
             continue
         record = {key: row.get(key) for key in GRAPH_FIELDS}
+        if (before := versions.get(row["name"])) is not None:
+            record["previous"] = before
         data = _encode(record)
         write_atomically(directory / f"{row['name']}.json", data)
         graphs[row["name"]] = {"sha256": _sha256(data), "R": row["R"]}
@@ -174,3 +179,32 @@ def write(
     }
     write_atomically(directory / METADATA_FILE, _encode(metadata))
     return directory
+
+
+def previous_versions(
+    policy_name: str, policy_label: str, root: Path | None = None
+) -> dict[str, dict[str, Any]]:
+    """Per graph, what the policy version before `policy_label` achieved (`policy`, `jaxlib`, `R`,
+    `runtime_ratio`): read from the stored set when it was made with another version, carried over
+    from its records when made with this one. Empty when nothing before is stored (or it is damaged).
+    """
+    try:
+        stored = load(policy_name, root=root)
+        if stored is None:
+            return {}
+        versions = {}
+        for graph in stored.graph_names():
+            record = stored.get(graph) or {}
+            if stored.policy == policy_label:
+                if "previous" in record:
+                    versions[graph] = record["previous"]
+            else:
+                versions[graph] = {
+                    "policy": stored.policy,
+                    "jaxlib": stored.metadata.get("jaxlib"),
+                    "R": record["R"],
+                    "runtime_ratio": record.get("runtime_ratio"),
+                }
+        return versions
+    except (BaselineError, KeyError, ValueError):
+        return {}  # a damaged set is replaced as a whole; there is nothing to hold the new version to

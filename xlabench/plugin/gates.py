@@ -1,10 +1,13 @@
 """The gates one graph and one policy must pass: measure (a greedy rollout and both executables), then judge.
 
 (a) op count within `op_count` of XLA's default: R <= D x (1 + op_count);
-(b) op count no higher than the stored baseline's R (op counts are deterministic: any increase counts);
+(b) op count no higher than the stored baseline's R (op counts are deterministic: any increase counts),
+    nor than the previous policy version's R when the baseline keeps it (`baselines update` of a new
+    version records what the version before achieved on each graph);
 (c) runtime: the policy's executable over XLA's default executable (median of interleaved runs in one
     worker) within 1 + `runtime`, and no more than the stored ratio x (1 + `runtime_noise`), judged
-    where XLA's default executable runs at least `runtime_floor_ms`;
+    where XLA's default executable runs at least `runtime_floor_ms` (and no more than the previous
+    version's stored ratio x (1 + `runtime_noise`));
 (d) every output buffer of the policy's executable equals the default executable's (dtype-aware).
 """
 
@@ -16,39 +19,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from xlabench.baselines.compare import MIN_RUN_SECONDS, Tolerances
+
 if TYPE_CHECKING:  # the plugin loads with every pytest run: the compiler side is imported when used
     from xlabench.graphs import Graph
     from xlabench.policies.policy import Policy
     from xlabench.xla import PassDriver
 
 OP_COUNT_VS_DEFAULT = "op count vs XLA's default"
-# Each executable runs at least this long in all (beyond the repeats): small ones need many runs.
-MIN_RUN_SECONDS = 0.25
+OP_COUNT_VS_PREVIOUS = "op count vs previous version"
+RUNTIME_VS_PREVIOUS = "runtime vs previous version"
 # The suite-wide runtime geomean is judged over at least this many runtime-judged gates.
 GEOMEAN_MIN_GATES = 20
-
-
-@dataclass(frozen=True)
-class Tolerances:
-    """How far a policy may be from XLA's default and from its baseline before a gate fails."""
-
-    # R may exceed D by this fraction: the shipped general policy's worst graph is R = 1.040 x D.
-    op_count: float = 0.05
-    # Policy runtime / default runtime may exceed 1 by this much: 20 runs of one 1.5 ms pair on a busy
-    # machine measured 0.83-2.13 (README); a real slowdown (no fusion) is 1.5-2.6 x.
-    runtime: float = 1.0
-    # ... and the stored baseline's ratio by this fraction: on a busy 2-core machine one pair measured
-    # 0.98-1.19 (a 4-8 ms executable) in three runs.
-    runtime_noise: float = 0.5
-    # Gate (c) judges only executables whose default runs at least this long (median, ms). Below it the
-    # ratio measures dispatch and thread wake-ups: the CG loops (0.06-0.13 ms) measured 1.04-1.33 alone
-    # and 1.9-3.0 next to a busy core, with identical op counts (README, "The floor").
-    runtime_floor_ms: float = 0.25
-    # Suite-wide: the geomean of policy/default over every runtime-judged gate may exceed 1, and the
-    # baselines' geomean over the same gates, by this fraction. Per-graph noise (0.8-1.2 on a busy
-    # machine) averages out over many gates, so a few percent on every graph shows; judged only over
-    # GEOMEAN_MIN_GATES gates or more.
-    runtime_geomean: float = 0.10
 
 
 @dataclass
@@ -84,6 +66,8 @@ class Verdict:
             counts = f"  I {row['I']}, D {row['D']}, R {row['R']} (vs_default {row['vs_default']:.4f})"
             if self.baseline is not None:
                 counts += f"; baseline R {self.baseline['R']}"
+                if previous := self.baseline.get("previous"):
+                    counts += f"; {previous['policy']} R {previous['R']}"
             lines.append(counts)
             ratio = row.get("runtime_ratio")
             stored = (self.baseline or {}).get("runtime_ratio")
@@ -189,6 +173,8 @@ GATES = (
     "op count vs baseline",
     "runtime vs XLA's default",
     "runtime vs baseline",
+    OP_COUNT_VS_PREVIOUS,
+    RUNTIME_VS_PREVIOUS,
     "outputs differ from XLA's default executable",
     "the policy could not be run",
     "no baseline",
@@ -331,6 +317,13 @@ def judge(row: dict[str, Any], baseline: dict[str, Any] | None, tolerances: Tole
             f"op count vs baseline: R {row['R']} > baseline R {baseline['R']} "
             f"(+{grown}, {grown / baseline['R']:+.1%})"
         )
+    previous = (baseline or {}).get("previous")
+    if previous is not None and row["R"] > previous["R"]:
+        grown = row["R"] - previous["R"]
+        failures.append(
+            f"{OP_COUNT_VS_PREVIOUS}: R {row['R']} > {previous['policy']} R {previous['R']} "
+            f"(+{grown}, {grown / previous['R']:+.1%})"
+        )
     if row.get("outputs_differ"):
         failures.append(
             "outputs differ from XLA's default executable: " + "; ".join(row["outputs_differ"][:3])
@@ -345,6 +338,12 @@ def judge(row: dict[str, Any], baseline: dict[str, Any] | None, tolerances: Tole
         if stored and ratio > stored * (1 + tolerances.runtime_noise):
             failures.append(
                 f"runtime vs baseline: policy/default {ratio:.3f} > baseline {stored:.3f} "
+                f"x {1 + tolerances.runtime_noise:g}"
+            )
+        before = (previous or {}).get("runtime_ratio")
+        if before and ratio > before * (1 + tolerances.runtime_noise):
+            failures.append(
+                f"{RUNTIME_VS_PREVIOUS}: policy/default {ratio:.3f} > {previous['policy']} {before:.3f} "
                 f"x {1 + tolerances.runtime_noise:g}"
             )
     return failures

@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 
+from xlabench.baselines.compare import MIN_RUN_SECONDS, Tolerances
 from xlabench.plugin.benchmarks import Benchmarks
-from xlabench.plugin.gates import GEOMEAN_MIN_GATES, MIN_RUN_SECONDS, Tolerances
+from xlabench.plugin.gates import GEOMEAN_MIN_GATES
 
 PROPERTY_VERDICT = "xlabench-verdict"
 PROPERTY_COVERAGE = "xlabench-coverage"

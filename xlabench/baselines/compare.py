@@ -1,0 +1,135 @@
+"""Holding a measurement to a stored one: the tolerances every gate uses, and the per-graph comparison
+`xlabench baselines diff` (stored -> now) and `baselines update` (previous version -> new) print.
+
+Op counts are deterministic, so any increase is a regression; runtime ratios (policy / XLA's default)
+are noisy, so one counts as slower only beyond `Tolerances.runtime_noise`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# Each executable runs at least this long in all (beyond the repeats): small ones need many runs.
+MIN_RUN_SECONDS = 0.25
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    """How far a policy may be from XLA's default and from its baseline before a gate fails."""
+
+    # R may exceed D by this fraction: the shipped general policy's worst graph is R = 1.040 x D.
+    op_count: float = 0.05
+    # Policy runtime / default runtime may exceed 1 by this much: 20 runs of one 1.5 ms pair on a busy
+    # machine measured 0.83-2.13 (README); a real slowdown (no fusion) is 1.5-2.6 x.
+    runtime: float = 1.0
+    # ... and the stored baseline's ratio by this fraction: on a busy 2-core machine one pair measured
+    # 0.98-1.19 (a 4-8 ms executable) in three runs.
+    runtime_noise: float = 0.5
+    # Gate (c) judges only executables whose default runs at least this long (median, ms). Below it the
+    # ratio measures dispatch and thread wake-ups: the CG loops (0.06-0.13 ms) measured 1.04-1.33 alone
+    # and 1.9-3.0 next to a busy core, with identical op counts (README, "The floor").
+    runtime_floor_ms: float = 0.25
+    # Suite-wide: the geomean of policy/default over every runtime-judged gate may exceed 1, and the
+    # baselines' geomean over the same gates, by this fraction. Per-graph noise (0.8-1.2 on a busy
+    # machine) averages out over many gates, so a few percent on every graph shows; judged only over
+    # GEOMEAN_MIN_GATES gates or more.
+    runtime_geomean: float = 0.10
+
+
+# What a comparison found on one graph, worst first in `Comparison.status`.
+FAILED, NO_BASELINE, MORE_OPS, SLOWER, FEWER_OPS, FASTER, SAME = (
+    "failed", "no baseline", "more ops", "slower", "fewer ops", "faster", "same",
+)  # fmt: skip
+REGRESSIONS = (FAILED, NO_BASELINE, MORE_OPS)  # what makes `baselines diff` exit 1
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One graph: a stored record (`before`, None when there is none) and a measurement (`now`).
+
+    Both are baseline records or eval rows: `R`, `runtime_ratio`, `sequence` (and `error` on a failure).
+    """
+
+    graph: str
+    before: dict[str, Any] | None
+    now: dict[str, Any]
+
+    def status(self, tolerances: Tolerances = Tolerances()) -> str:
+        """The worst of: failed, no baseline, more ops, slower (beyond the noise), fewer ops, faster, same."""
+        if "error" in self.now or self.now.get("R") is None:
+            return FAILED
+        if self.before is None:
+            return NO_BASELINE
+        if self.now["R"] > self.before["R"]:
+            return MORE_OPS
+        ratio, stored = self.now.get("runtime_ratio"), self.before.get("runtime_ratio")
+        if ratio is not None and stored and ratio > stored * (1 + tolerances.runtime_noise):
+            return SLOWER
+        if self.now["R"] < self.before["R"]:
+            return FEWER_OPS
+        if ratio is not None and stored and ratio * (1 + tolerances.runtime_noise) < stored:
+            return FASTER
+        return SAME
+
+    def cells(self, tolerances: Tolerances = Tolerances()) -> list[str]:
+        """The table row: graph, R before, R now, change, runtime ratio before, now, status (+ detail)."""
+        before, now = self.before or {}, self.now
+        change = ""
+        if before.get("R") and now.get("R") is not None and now["R"] != before["R"]:
+            change = f"{(now['R'] - before['R']) / before['R']:+.1%}"
+        status = self.status(tolerances)
+        if status == FAILED:
+            status += f": {now.get('error')}"
+        elif before.get("sequence") is not None and now.get("sequence") != before["sequence"]:
+            status += "; sequence changed"
+        return [
+            self.graph,
+            _number(before.get("R")),
+            _number(now.get("R")),
+            change,
+            _number(before.get("runtime_ratio"), 3),
+            _number(now.get("runtime_ratio"), 3),
+            status,
+        ]
+
+
+COLUMNS = ("graph", "R before", "R now", "change", "runtime before", "runtime now", "status")
+
+
+def _number(value: Any, digits: int = 0) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def counts(comparisons: list[Comparison], tolerances: Tolerances = Tolerances()) -> dict[str, int]:
+    """How many graphs have each status (only the statuses that occur)."""
+    found: dict[str, int] = {}
+    for comparison in comparisons:
+        status = comparison.status(tolerances)
+        found[status] = found.get(status, 0) + 1
+    return found
+
+
+def text_table(comparisons: list[Comparison], tolerances: Tolerances = Tolerances()) -> list[str]:
+    """The comparison as aligned terminal lines, a header first."""
+    rows = [list(COLUMNS)] + [comparison.cells(tolerances) for comparison in comparisons]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(COLUMNS) - 1)]
+    return [
+        "  ".join(
+            cell.ljust(width) if column == 0 else cell.rjust(width)
+            for column, (cell, width) in enumerate(zip(row, widths, strict=False))
+        )
+        + "  "
+        + row[-1]
+        for row in rows
+    ]
+
+
+def markdown_table(comparisons: list[Comparison], tolerances: Tolerances = Tolerances()) -> list[str]:
+    """The comparison as a Markdown table."""
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines += [
+        "| " + " | ".join(cell.replace("|", "\\|") for cell in comparison.cells(tolerances)) + " |"
+        for comparison in comparisons
+    ]
+    return lines
