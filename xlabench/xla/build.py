@@ -78,7 +78,14 @@ def native_digest(directory: str) -> str:
 
 # The code that runs in a compiler worker and so makes every cached record: what it does with XLA,
 # how modules are printed, normalized and fingerprinted, how executables are stored.
-WORKER_MODULES = ("worker.py", "compiler.py", "adapter.py", "structure.py", "executable_cache.py")
+WORKER_MODULES = (
+    "worker.py",
+    "compiler.py",
+    "adapter.py",
+    "structure.py",
+    "executable_cache.py",
+    "payloads.py",
+)
 
 
 @functools.cache

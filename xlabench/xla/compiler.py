@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from xlabench.xla import adapter, executable_cache
+from xlabench.xla import adapter, executable_cache, payloads
 from xlabench.xla.pool import CompilerFailure
 from xlabench.xla.releases import UnsupportedCompiler
 from xlabench.xla.structure import (
@@ -74,13 +74,28 @@ def jaxlib_version() -> str:
 
 
 def parse(text: str) -> Any:
-    """Parse HLO text into an XLA HloModule; malformed text raises CompilerFailure."""
+    """Parse HLO text into an XLA HloModule; malformed text raises CompilerFailure.
+
+    Constants named by payload digest (`xlabench.xla.payloads`) get their values back: the elided
+    text is parsed, then each literal is patched into the module's proto.
+    """
+    named: dict[str, str] = {}
+    if payloads.has_payloads(text):
+        text, named = payloads.without_markers(text)
     try:
-        return adapter.parse_module(text)
+        module = adapter.parse_module(text)
     except UnsupportedCompiler:
         raise
     except Exception as error:  # jaxlib raises its own runtime error type
         raise CompilerFailure(_parse_error_summary(str(error))) from None
+    if not named:
+        return module
+    try:
+        literals = {name: payloads.load(digest) for name, digest in named.items()}
+    except payloads.MissingPayload as error:
+        raise CompilerFailure(str(error)) from None
+    proto = payloads.patch_literals(module.as_serialized_hlo_module_proto(), literals)
+    return adapter.module_from_proto(proto)
 
 
 def _parse_error_summary(message: str) -> str:
@@ -93,8 +108,20 @@ def _parse_error_summary(message: str) -> str:
 
 
 def to_text(module: Any) -> str:
-    """Print a parsed module as canonical xlabench text (no metadata, full constants)."""
-    return adapter.module_text(module, adapter.print_options())
+    """Print a parsed module as canonical xlabench text (no metadata, full constants; constants of
+    `payloads.PAYLOAD_MIN_BYTES` or more in all are named by payload digest instead)."""
+    elided = adapter.module_text(module, adapter.print_options(large_constants=False))
+    if "constant({...})" not in elided:
+        return elided  # nothing was elided: the full print is this very text
+    if payloads.elided_bytes(elided) < payloads.PAYLOAD_MIN_BYTES:
+        return adapter.module_text(module, adapter.print_options())
+    names = payloads.elided_names(elided)
+    return payloads.with_markers(elided, payloads.literals(module.as_serialized_hlo_module_proto(), names))
+
+
+def full_text(text: str) -> str:
+    """Module text with every constant in full, payloads included: what a user's tools read."""
+    return adapter.module_text(parse(text), adapter.print_options())
 
 
 def entry_computation_name(text: str) -> str:
@@ -169,6 +196,8 @@ def _dumps_until_stop(
     "0003.simplification.after_algsimp.before_dce". The files are removed when the context ends.
     """
     dump_dir = _scratch_dir()
+    if as_text and payloads.has_payloads(text):
+        as_text = False  # large constants: a proto dump moves their bytes, text would print every one
     try:
         settings = dict(overrides)
         settings.update(
@@ -203,6 +232,13 @@ def _dumps_until_stop(
 def _read_bytes(path: str) -> bytes:
     with open(path, "rb") as handle:
         return handle.read()
+
+
+def _dump_text(path: str) -> str:
+    """A dump's module as xlabench text: a text dump as written, a proto dump printed (payloads named)."""
+    if path.endswith(".pb"):
+        return to_text(adapter.module_from_proto(_hlo_module_field(_read_bytes(path))))
+    return _read_bytes(path).decode()
 
 
 def pipeline_changes(text: str, point_pass: str, disabled_passes: list[str] | None = None) -> dict[str, Any]:
@@ -252,8 +288,8 @@ def pipeline_fingerprints(
     rounds: collections.Counter[str] = collections.Counter()
     seen: collections.Counter[tuple[str, str]] = collections.Counter()
     with _dumps_until_stop(text, overrides, dump_regex=".+", as_text=True) as dumps:
-        previous_text = _read_bytes(dumps["before_optimizations"])
-        start = previous = structural_fingerprint(strip_stop_marker(previous_text.decode()))
+        previous_text = _dump_text(dumps["before_optimizations"])
+        start = previous = structural_fingerprint(strip_stop_marker(previous_text))
         for suffix in sorted((s for s in dumps if s[:4].isdigit()), key=_dump_step):
             pipeline, _, passes = suffix[5:].partition(".after_")
             pass_name = passes.split(".before_", 1)[0]
@@ -264,10 +300,10 @@ def pipeline_fingerprints(
                 for key in [key for key in seen if key[0] == pipeline]:
                     del seen[key]
                 continue
-            current_text = _read_bytes(dumps[suffix])
+            current_text = _dump_text(dumps[suffix])
             if current_text != previous_text:  # an unchanged text keeps its fingerprint
                 previous_text = current_text
-                previous = structural_fingerprint(strip_stop_marker(current_text.decode()))
+                previous = structural_fingerprint(strip_stop_marker(current_text))
             seen[pipeline, pass_name] += 1
             runs.append([pipeline, rounds[pipeline], pass_name, seen[pipeline, pass_name], previous])
         else:
@@ -408,8 +444,8 @@ def _run_dumped(
             return None
         given = dumps.get("before_optimizations")
         return (
-            _read_bytes(given).decode() if given is not None else None,
-            _read_bytes(dumps[after[occurrence - 1]]).decode(),
+            _dump_text(given) if given is not None else None,
+            _dump_text(dumps[after[occurrence - 1]]),
         )
 
 
@@ -435,7 +471,7 @@ def run_pipeline_to_point(
         with _dumps_until_stop(text, narrow, f"^{re.escape(point_pass)}$", as_text=True) as dumps:
             before = sorted((s for s in dumps if s.endswith(f".before_{point_pass}")), key=_dump_step)
             if before:
-                module_text = _read_bytes(dumps[before[0]]).decode()
+                module_text = _dump_text(dumps[before[0]])
     if module_text is None:
         names = sorted({*sibling_passes, point_pass, "pipeline-start"})
         regex = "^(" + "|".join(re.escape(name) for name in names) + ")$"
@@ -444,7 +480,7 @@ def run_pipeline_to_point(
             point = next((i for i, s in enumerate(ordered) if f".after_{point_pass}." in s), None)
             if point is None or point == 0:
                 raise CompilerFailure(f"pipeline did not reach {point_pass}")
-            module_text = _read_bytes(dumps[ordered[point - 1]]).decode()
+            module_text = _dump_text(dumps[ordered[point - 1]])
     result = describe(strip_stop_marker(module_text))
     result["seconds"] = time.perf_counter() - started
     return result

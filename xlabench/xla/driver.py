@@ -33,6 +33,7 @@ from typing import Any
 
 from xlabench.errors import CompilerError, UnknownPassError, UserInputError
 from xlabench.files import write_atomically
+from xlabench.xla import payloads
 from xlabench.xla import pool as compiler_pool
 from xlabench.xla.cache import TransitionCache, cache_directory
 from xlabench.xla.catalogue import (
@@ -341,6 +342,12 @@ class PassDriver:
         """The op count of a sequence's result: required passes applied, counted at the counting point."""
         return self.features(self.run_required_passes(module, applied)).op_count
 
+    def full_text(self, module: HloModule) -> str:
+        """The module's text with every constant in full (payloads put back): what other tools read."""
+        if not payloads.has_payloads(module.text):
+            return module.text
+        return str(self.call_compiler("full_text", None, module))
+
     def full_compile_seconds(self, module: HloModule) -> float:
         """Wall time of a full XLA CPU compile of the module, in a worker."""
         return float(self.call_compiler("full_compile_seconds", None, module))
@@ -494,6 +501,13 @@ class PassDriver:
         label = re.sub(r"[^\w.\-]+", "_", pass_name or function)
         directory = os.path.join(self.crash_directory, f"{kind}-{label}-{fingerprint[:12]}")
         write_atomically(os.path.join(directory, "module.hlo"), module_text.encode())
+        # Constants named by payload go along (no compiler call after a crash to print them in full).
+        for digest in payloads.without_markers(module_text)[1].values():
+            try:
+                literal = payloads.load(digest)
+            except payloads.MissingPayload:
+                continue
+            write_atomically(os.path.join(directory, "payloads", digest[:2], digest), literal)
         write_atomically(os.path.join(directory, "passes.txt"), f"{pass_name or function}\n".encode())
         details = {
             "kind": kind,

@@ -61,8 +61,10 @@ class HloModule:
         return self.features().histogram
 
     def write(self, path: str | os.PathLike[str]) -> None:
-        """Write the canonical text atomically (temporary file, then rename)."""
-        write_atomically(os.fspath(path), self.text.encode())
+        """Write the canonical text atomically (temporary file, then rename), every constant in full."""
+        from xlabench.xla.driver import default_driver
+
+        write_atomically(os.fspath(path), default_driver().full_text(self).encode())
 
 
 def read_hlo_file(path: str | os.PathLike[str]) -> str:
