@@ -311,27 +311,16 @@ def pipeline_fingerprints(
     return {"start": start, "runs": runs, "seconds": time.perf_counter() - started}
 
 
-def _read_varint(data: bytes, position: int) -> tuple[int, int]:
-    value, shift = 0, 0
-    while True:
-        byte = data[position]
-        position += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, position
-        shift += 7
-
-
 def _hlo_module_field(hlo_proto: bytes) -> bytes:
     """Extract field 1 (`hlo_module`) of a serialized xla.HloProto, the format of .hlo.pb dumps."""
     position = 0
     while position < len(hlo_proto):
-        tag, position = _read_varint(hlo_proto, position)
+        tag, position = payloads.read_varint(hlo_proto, position)
         field, wire_type = tag >> 3, tag & 7
         if wire_type == 0:
-            _, position = _read_varint(hlo_proto, position)
+            _, position = payloads.read_varint(hlo_proto, position)
         elif wire_type == 2:
-            length, position = _read_varint(hlo_proto, position)
+            length, position = payloads.read_varint(hlo_proto, position)
             if field == 1:
                 return hlo_proto[position : position + length]
             position += length

@@ -122,7 +122,8 @@ def without_markers(text: str) -> tuple[str, dict[str, str]]:
 # --- the protobuf wire format, just what a module proto's literals need ---
 
 
-def _varint(data: bytes, position: int) -> tuple[int, int]:
+def read_varint(data: bytes, position: int) -> tuple[int, int]:
+    """(the varint at `position`, the position after it)."""
     value, shift = 0, 0
     while True:
         byte = data[position]
@@ -150,12 +151,12 @@ def _fields(data: bytes) -> Iterator[tuple[int, int, int, int, int]]:
     position = 0
     while position < len(data):
         start = position
-        tag, position = _varint(data, position)
+        tag, position = read_varint(data, position)
         field, wire = tag >> 3, tag & 7
         if wire == 0:
-            _, end = _varint(data, position)
+            _, end = read_varint(data, position)
         elif wire == 2:
-            length, position = _varint(data, position)
+            length, position = read_varint(data, position)
             end = position + length
         elif wire in (1, 5):
             end = position + (8 if wire == 1 else 4)
