@@ -418,6 +418,9 @@ def _run_dumped(
 ) -> tuple[str | None, str] | None:
     """Compile with dumps; (the module XLA started from, the module after the chosen run) or None.
 
+    From proto dumps the module XLA started from is not printed: ("", "") when the two are equal,
+    (None, the module after) when not.
+
     With `successors`, None also when the pass's dumps are not followed by every one of them: what
     XLA runs after the pass is then not what the catalogue says, and the chosen run could be another.
     """
@@ -431,11 +434,12 @@ def _run_dumped(
         expected = {name.replace(" ", "_") for name in successors or ()}
         if len(after) < occurrence or not followed.issuperset(expected):
             return None
-        given = dumps.get("before_optimizations")
-        return (
-            _dump_text(given) if given is not None else None,
-            _dump_text(dumps[after[occurrence - 1]]),
-        )
+        given, chosen = dumps.get("before_optimizations"), dumps[after[occurrence - 1]]
+        if given is not None and chosen.endswith(".pb"):
+            # Proto dumps (large constants): equal modules need not be printed to be compared.
+            before, after_pass = (_hlo_module_field(_read_bytes(path)) for path in (given, chosen))
+            return ("", "") if before == after_pass else (None, _dump_text(chosen))
+        return (_dump_text(given) if given is not None else None, _dump_text(chosen))
 
 
 def run_pipeline_to_point(
