@@ -73,3 +73,18 @@ def test_a_literal_patched_into_a_module_proto_round_trips():
     assert payloads.patch_literals(patched, {"w": b"old"}) == proto
     with pytest.raises(ValueError, match="lacks the literals of x"):
         payloads.literals(proto, ["x"])
+
+
+def test_a_payload_missing_from_the_store_is_one_line_naming_the_file(tmp_path, capsys):
+    from xlabench.cli import main
+
+    path = tmp_path / "missing.hlo"
+    path.write_text(
+        "HloModule m\n\nENTRY %main (x: f32[4,4]) -> f32[4,4] {\n  %x = f32[4,4]{1,0} parameter(0)\n"
+        f"  %w = f32[4,4]{{1,0}} constant({{{payloads.MARKER}{'ab' * 32}}})\n"
+        "  ROOT %a = f32[4,4]{1,0} add(%x, %w)\n}\n"
+    )
+    assert main(["stats", str(path)]) == 2
+    error = capsys.readouterr().err
+    assert f"{path}: not a valid HLO module: constant payload abababababab is not in" in error
+    assert error.count("\n") == 1

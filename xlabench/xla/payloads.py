@@ -21,7 +21,6 @@ import os
 import re
 from collections.abc import Iterator
 
-from xlabench.errors import CompilerError
 from xlabench.files import write_atomically
 
 # Elided constants of at least this many bytes in all make a module carry payloads.
@@ -39,8 +38,9 @@ _BITS = {"pred": 8, "s2": 8, "u2": 8, "s4": 8, "u4": 8, "s8": 8, "u8": 8, "s16":
 _COMPUTATIONS, _INSTRUCTIONS, _NAME, _LITERAL = 3, 2, 1, 8
 
 
-class MissingPayload(CompilerError):
-    """A module names a constant whose values are not in the payload store."""
+class MissingPayload(Exception):
+    """A module names a constant whose values are not in the payload store (the worker answers it as a
+    compiler failure about the module)."""
 
 
 def payload_directory() -> str:
