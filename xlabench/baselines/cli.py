@@ -13,6 +13,7 @@ from xlabench.baselines.compare import (
     Comparison,
     counts,
     markdown_table,
+    summary,
     text_table,
 )
 from xlabench.errors import UserInputError
@@ -168,16 +169,11 @@ def _show_against_previous(label: str, before: dict[str, dict[str, Any]], rows: 
         Comparison(row["name"], before[row["name"]], row) for row in stored if row["name"] in before
     ]
     versions = sorted({record["policy"] for record in before.values()})
-    found = counts(comparisons)
     print(f"{label} against {', '.join(versions)} (the version stored before), per graph:")
     for line in text_table(comparisons):
         print(f"  {line}")
     new = len(stored) - len(comparisons)
-    print(
-        "  "
-        + ", ".join(f"{number} {status}" for status, number in sorted(found.items()))
-        + (f"; {new} graph(s) the version before did not cover" if new else "")
-    )
+    print("  " + summary(comparisons) + (f"; {new} graph(s) the version before did not cover" if new else ""))
     worse = [c for c in comparisons if c.status() in (MORE_OPS, SLOWER)]
     if worse:
         print(
@@ -218,12 +214,11 @@ def run_diff(args: argparse.Namespace) -> int:
             f"{stored.metadata['jaxlib']} ({len(rows)} graphs, {changed} changed)"
         )
         listed = [c for c in comparisons if c.status() != "same"] if args.changed_only else comparisons
-        summary = ", ".join(f"{number} {status}" for status, number in sorted(found.items()))
         print(f"{title}:")
         for line in text_table(listed) if listed else []:
             print(f"  {line}")
-        print(f"  {summary}")
-        report += [f"## {title}", "", *markdown_table(listed), "", summary, ""]
+        print(f"  {summary(comparisons)}")
+        report += [f"## {title}", "", *markdown_table(listed), "", summary(comparisons), ""]
     if args.report:
         lines = [
             "# xlabench baselines diff",

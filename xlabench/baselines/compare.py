@@ -110,6 +110,13 @@ def counts(comparisons: list[Comparison], tolerances: Tolerances = Tolerances())
     return found
 
 
+def summary(comparisons: list[Comparison], tolerances: Tolerances = Tolerances()) -> str:
+    """How many graphs have each status, in one line ("2 fewer ops, 1 more ops, 8 same")."""
+    return ", ".join(
+        f"{number} {status}" for status, number in sorted(counts(comparisons, tolerances).items())
+    )
+
+
 def text_table(comparisons: list[Comparison], tolerances: Tolerances = Tolerances()) -> list[str]:
     """The comparison as aligned terminal lines, a header first."""
     rows = [list(COLUMNS)] + [comparison.cells(tolerances) for comparison in comparisons]
