@@ -313,21 +313,12 @@ def pipeline_fingerprints(
 
 def _hlo_module_field(hlo_proto: bytes) -> bytes:
     """Extract field 1 (`hlo_module`) of a serialized xla.HloProto, the format of .hlo.pb dumps."""
-    position = 0
-    while position < len(hlo_proto):
-        tag, position = payloads.read_varint(hlo_proto, position)
-        field, wire_type = tag >> 3, tag & 7
-        if wire_type == 0:
-            _, position = payloads.read_varint(hlo_proto, position)
-        elif wire_type == 2:
-            length, position = payloads.read_varint(hlo_proto, position)
-            if field == 1:
-                return hlo_proto[position : position + length]
-            position += length
-        elif wire_type in (1, 5):
-            position += 8 if wire_type == 1 else 4
-        else:
-            break
+    try:
+        for field, wire_type, _, value, end in payloads.message_fields(hlo_proto):
+            if field == 1 and wire_type == 2:
+                return hlo_proto[value:end]
+    except ValueError:
+        pass  # a wire type no HloProto field has: not a dump
     raise CompilerFailure("dump file holds no HloModuleProto")
 
 

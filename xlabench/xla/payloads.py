@@ -146,8 +146,9 @@ def _encode_varint(value: int) -> bytes:
             return bytes(out)
 
 
-def _fields(data: bytes) -> Iterator[tuple[int, int, int, int, int]]:
-    """(field, wire type, start of the field, start of its value, end) for each field of a message."""
+def message_fields(data: bytes) -> Iterator[tuple[int, int, int, int, int]]:
+    """(field, wire type, start of the field, start of its value, end) for each field of a message;
+    ValueError on a wire type no field of an HLO proto has."""
     position = 0
     while position < len(data):
         start = position
@@ -172,15 +173,15 @@ def _length_delimited(field: int, value: bytes) -> bytes:
 
 def _instructions(module_proto: bytes) -> Iterator[tuple[bytes, dict[int, bytes]]]:
     """(instruction proto, its name and literal fields) for every instruction of a module proto."""
-    for field, wire, _, value, end in _fields(module_proto):
+    for field, wire, _, value, end in message_fields(module_proto):
         if field == _COMPUTATIONS and wire == 2:
             computation = module_proto[value:end]
-            for inner, inner_wire, _, start, stop in _fields(computation):
+            for inner, inner_wire, _, start, stop in message_fields(computation):
                 if inner == _INSTRUCTIONS and inner_wire == 2:
                     instruction = computation[start:stop]
                     found = {
                         number: instruction[begin:finish]
-                        for number, kind, _, begin, finish in _fields(instruction)
+                        for number, kind, _, begin, finish in message_fields(instruction)
                         if number in (_NAME, _LITERAL) and kind == 2
                     }
                     yield instruction, found
@@ -204,7 +205,7 @@ def patch_literals(module_proto: bytes, replacements: dict[str, bytes]) -> bytes
     """The serialized HloModuleProto with the literal of each named instruction replaced."""
 
     def instruction(data: bytes) -> bytes:
-        fields = list(_fields(data))
+        fields = list(message_fields(data))
         name = next((data[v:e].decode() for f, w, _, v, e in fields if f == _NAME and w == 2), None)
         if name not in replacements:
             return data
@@ -213,7 +214,7 @@ def patch_literals(module_proto: bytes, replacements: dict[str, bytes]) -> bytes
 
     def message(data: bytes, child: int, rewrite: object) -> bytes:
         parts = []
-        for field, wire, start, value, end in _fields(data):
+        for field, wire, start, value, end in message_fields(data):
             if field == child and wire == 2:
                 parts.append(_length_delimited(field, rewrite(data[value:end])))  # type: ignore[operator]
             else:
