@@ -13,7 +13,12 @@ from xlabench.cli import main
 from xlabench.graphs import resolve_graphs
 from xlabench.xla.bench import REPLAY_TOLERANCE
 from xlabench.xla.catalogue import COUNTING_POINT_PASS
-from xlabench.xla.replay import FIXED_POINT_ROUND_LIMIT, default_pipeline_stages, replay_default_pipeline
+from xlabench.xla.replay import (
+    FIXED_POINT_ROUND_LIMIT,
+    default_pipeline_stages,
+    replay_default_pipeline,
+    trace_replay,
+)
 
 # Small graphs of three families (while loops from lax.scan, calls with several sites, convolutions).
 CANARY_GRAPHS = (
@@ -70,6 +75,34 @@ def test_replay_reaches_xlas_module_and_counts_as_it(fresh_driver, bf16_branches
         else:
             module = fresh_driver.apply_pass(module, name)
     assert module.fingerprint == replay.module.fingerprint
+
+
+def test_trace_of_a_faithful_replay_ends_on_xlas_module(fresh_driver, bf16_branches_module):
+    default = fresh_driver.run_default_pipeline(bf16_branches_module)
+    replay = replay_default_pipeline(fresh_driver, bf16_branches_module)
+    trace = trace_replay(fresh_driver, bf16_branches_module, replay)
+    # XLA's states are canonicalized: its last one is the module the default pipeline hands over.
+    assert trace.xla[-1].fingerprint == default.fingerprint
+    assert [state.fingerprint for state in trace.replay] == [state.fingerprint for state in replay.states]
+    assert trace.last_common.fingerprint == default.fingerprint
+    assert trace.parting().startswith("no parting")
+
+
+def test_trace_names_the_pass_where_the_replay_parts(fresh_driver):
+    # TensorFlow's GRU: the StableHLO import before each single pass lets algsimp see `and(x < 12, x < 12)`.
+    graph = resolve_graphs("tensorflow-rnn-infer-l1-d32-b8-f32")[0]
+    module = fresh_driver.load(graph.hlo_text(), graph.name)
+    replay = replay_default_pipeline(fresh_driver, module)
+    trace = trace_replay(fresh_driver, module, replay)
+    assert trace.xla[-1].fingerprint != replay.module.fingerprint
+    replay_prints = {trace.start.fingerprint} | {state.fingerprint for state in trace.replay}
+    assert trace.last_common.fingerprint in replay_prints
+    # From the last module both reach, each side's next change leaves the other's path.
+    assert trace.xla_next is not None and trace.xla_next.fingerprint not in replay_prints
+    assert trace.replay_next is not None
+    assert trace.replay_next.fingerprint not in {state.fingerprint for state in trace.xla}
+    line = trace.parting()
+    assert trace.xla_next.pass_name in line and trace.replay_next.pass_name in line
 
 
 def test_bench_replay_json_reports_every_graph_within_tolerance(capsys, tmp_path):

@@ -85,6 +85,11 @@ def register(bench_subparsers: Any) -> None:
     replay.add_argument(
         "--no-cache", action="store_true", help="run every pass (default: transition cache on)"
     )
+    replay.add_argument(
+        "--trace",
+        action="store_true",
+        help="show XLA's pipeline and the replay state by state, and the pass where they part",
+    )
     replay.add_argument("--json", action="store_true", help="print one JSON object")
     replay.set_defaults(handler=run_replay_benchmark)
 
@@ -365,16 +370,19 @@ def run_fuzz(args: argparse.Namespace) -> int:
 
 # Replay within this fraction of XLA's own count is a match (the fidelity target).
 REPLAY_TOLERANCE = 0.01
-REPLAY_FIELDS = ("name", "family", "I", "D", "replay", "ratio", "same_module", "applications", "error")
+REPLAY_FIELDS = (
+    "name", "family", "I", "D", "replay", "ratio", "same_module", "applications", "parting", "error",
+)  # fmt: skip
 
 
 def _geomean(values: list[float]) -> float:
     return math.exp(statistics.fmean(math.log(value) for value in values)) if values else float("nan")
 
 
-def replay_graph(driver: PassDriver, graph: Any) -> dict[str, Any]:
-    """D, the replay's fairly counted result and their ratio for one graph."""
-    from xlabench.xla.replay import replay_default_pipeline
+def replay_graph(driver: PassDriver, graph: Any, trace: bool = False) -> dict[str, Any]:
+    """D, the replay's fairly counted result and their ratio for one graph (with `trace`, where it
+    parts from XLA's pipeline: "parting", and "trace", the lines that show both side by side)."""
+    from xlabench.xla.replay import replay_default_pipeline, trace_replay
 
     started = time.perf_counter()
     row: dict[str, Any] = {"name": graph.name, "family": graph.family}
@@ -387,6 +395,9 @@ def replay_graph(driver: PassDriver, graph: Any) -> dict[str, Any]:
         row["replay"] = driver.fair_op_count(replay.module, replay.passes)
         # Whether the replay ends on XLA's very module (before counting), not just its count.
         row["same_module"] = replay.module.fingerprint == default.fingerprint
+        if trace:
+            traced = trace_replay(driver, module, replay)
+            row["parting"], row["trace"] = traced.parting(), trace_lines(traced)
     except CompilerError as error:
         row.update({"error": str(error), "seconds": time.perf_counter() - started})
         return row
@@ -400,6 +411,22 @@ def replay_graph(driver: PassDriver, graph: Any) -> dict[str, Any]:
         }
     )
     return row
+
+
+def trace_lines(trace: Any) -> list[str]:
+    """XLA's changing runs and the replay's changing applications, each marked with the other's match."""
+    ours = {state.fingerprint: index for index, state in enumerate(trace.replay)}
+    theirs = {state.fingerprint for state in trace.xla}
+    lines = ["  XLA's pipeline, each run that changed the module (canonical op count; = replay #k: same):"]
+    for state in trace.xla:
+        match = f"= replay #{ours[state.fingerprint] + 1}" if state.fingerprint in ours else ""
+        lines.append(f"    {state.pass_name:70} {state.op_count:6}  {match}")
+    lines.append(f"  the replay, each application that changed the module (from {trace.start.op_count} ops):")
+    for index, state in enumerate(trace.replay):
+        match = "= XLA" if state.fingerprint in theirs else ""
+        lines.append(f"    #{index + 1:<3} {state.pass_name:65} {state.op_count:6}  {match}")
+    lines.append(f"  {trace.parting()}")
+    return lines
 
 
 def replay_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -443,9 +470,11 @@ def run_replay_benchmark(args: argparse.Namespace) -> int:
     lock = threading.Lock()
 
     def run(graph: Any) -> None:
-        row = replay_graph(driver, graph)
+        row = replay_graph(driver, graph, trace=args.trace)
         with lock:
             rows.append(row)
+            if args.trace and "trace" in row and not args.json:
+                print("\n".join([f"{graph.name}:", *row["trace"]]), flush=True)
             figures = (
                 f"D {row['D']} replay {row['replay']} ratio {row['ratio']:.4f} "
                 f"({row['applications']} applications, {row['seconds']:.0f} s)"
@@ -476,6 +505,8 @@ def run_replay_benchmark(args: argparse.Namespace) -> int:
                 f"{row['name']:52} {row['I']:6} {row['D']:6} {row['replay']:6} {row['ratio']:8.4f} "
                 f"{'yes' if row['same_module'] else 'no':>4} {row['applications']:6}{mark}"
             )
+            if mark and "parting" in row:
+                print(f"    {row['parting']}")
         else:
             print(f"{row['name']:52} FAILED: {row['error']}")
     print(

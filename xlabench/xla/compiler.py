@@ -311,6 +311,33 @@ def pipeline_fingerprints(
     return {"start": start, "runs": runs, "seconds": time.perf_counter() - started}
 
 
+def pipeline_states(text: str, point_pass: str) -> dict[str, Any]:
+    """Run the CPU pipeline once up to `point_pass`; XLA's module after every run that changed it, in
+    xlabench's canonical form: [pipeline, pass, fingerprint, op count] in the order XLA ran them.
+
+    Canonical fingerprints are those of `HloModule`s, so a replay's states can be matched against
+    XLA's (`xlabench.xla.replay.trace_replay`). With ".*" XLA dumps only the runs that changed its module.
+    """
+    started = time.perf_counter()
+    states: list[list[Any]] = []
+    with _dumps_until_stop(text, {}, dump_regex=".*", as_text=True) as dumps:
+        previous_text = _dump_text(dumps["before_optimizations"])
+        for suffix in sorted((s for s in dumps if s[:4].isdigit()), key=_dump_step):
+            pipeline, _, passes = suffix[5:].partition(".after_")
+            pass_name = passes.split(".before_", 1)[0]
+            if pass_name == point_pass:
+                break
+            current_text = _dump_text(dumps[suffix])
+            if pass_name == "pipeline-start" or current_text == previous_text:
+                continue
+            previous_text = current_text
+            described = describe(strip_stop_marker(current_text))
+            states.append([pipeline, pass_name, described["fingerprint"], described["features"]["op_count"]])
+        else:
+            raise CompilerFailure(f"pipeline did not reach {point_pass}")
+    return {"states": states, "seconds": time.perf_counter() - started}
+
+
 def _hlo_module_field(hlo_proto: bytes) -> bytes:
     """Extract field 1 (`hlo_module`) of a serialized xla.HloProto, the format of .hlo.pb dumps."""
     try:

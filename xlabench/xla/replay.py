@@ -86,6 +86,8 @@ class Replay:
     passes: list[str] = field(default_factory=list)  # instance keys, in the order applied
     # The applications that changed the module (instance keys, in order): XLA's order, minus no-ops.
     effective: list[str] = field(default_factory=list)
+    # The module after each of those applications, in the same order.
+    states: list[HloModule] = field(default_factory=list)
     errors: list[CompilerError] = field(default_factory=list)
     fixed_point_rounds: dict[str, list[int]] = field(default_factory=dict)
 
@@ -106,6 +108,7 @@ def replay_default_pipeline(driver: PassDriver, module: HloModule) -> Replay:
                 replay.module = driver.apply_pass(before, stage.name, stage.pipeline_path, stage.occurrence)
                 if replay.module.fingerprint != before.fingerprint:
                     replay.effective.append(replay.passes[-1])
+                    replay.states.append(replay.module)
             except CompilerError as error:
                 replay.errors.append(error)
             return
@@ -126,3 +129,70 @@ def replay_default_pipeline(driver: PassDriver, module: HloModule) -> Replay:
     for stage in default_pipeline_stages(driver.catalogue):
         run(stage)
     return replay
+
+
+@dataclass(frozen=True)
+class ReplayState:
+    """A module on the way to the counting point: the pass that made it, its fingerprint and op count."""
+
+    pass_name: str  # the replay's instance key, or "pipeline/pass" for XLA's run
+    fingerprint: str
+    op_count: int
+
+
+@dataclass
+class ReplayTrace:
+    """XLA's pipeline and the replay side by side, state by state, and where they part."""
+
+    start: ReplayState
+    xla: list[ReplayState]
+    replay: list[ReplayState]
+    # The last module both reach (the start when none other), and the pass each side runs next from it.
+    last_common: ReplayState
+    xla_next: ReplayState | None
+    replay_next: ReplayState | None
+
+    def parting(self) -> str:
+        """One line: where XLA's pipeline and the replay part, or that they do not."""
+        xla_end, replay_end = (self.xla or [self.start])[-1], (self.replay or [self.start])[-1]
+        if xla_end.fingerprint == replay_end.fingerprint:
+            return f"no parting: the replay ends on XLA's module ({xla_end.op_count} ops)"
+
+        def side(state: ReplayState | None) -> str:
+            return f"{state.pass_name} -> {state.op_count} ops" if state else "nothing more"
+
+        return (
+            f"they part after {self.last_common.pass_name} ({self.last_common.op_count} ops): "
+            f"XLA runs {side(self.xla_next)}; the replay applies {side(self.replay_next)}"
+        )
+
+
+def trace_replay(driver: PassDriver, module: HloModule, replay: Replay) -> ReplayTrace:
+    """Match the replay's states against XLA's own modules (canonicalized) run by run; find where they part.
+
+    Every module XLA's pipeline makes is brought to xlabench's canonical form, so a state of the
+    replay and one of XLA's are the same module exactly when their fingerprints are equal. The
+    parting is the last state XLA reaches that the replay reaches too, and the next change on each
+    side: the pass whose effect the replay does not reproduce (README, *Replay*).
+    """
+    point = COUNTING_POINT_PASS
+    answer = driver.call_compiler("pipeline_states", "@pipeline-states", module, point_pass=point)
+    start = ReplayState("start", module.fingerprint, driver.features(module).op_count)
+    xla = [
+        ReplayState(f"{pipeline}/{name}", fingerprint, count)
+        for pipeline, name, fingerprint, count in answer["states"]
+    ]
+    ours = [
+        ReplayState(key, state.fingerprint, driver.features(state).op_count)
+        for key, state in zip(replay.effective, replay.states, strict=True)
+    ]
+    reached = {start.fingerprint: -1, **{state.fingerprint: index for index, state in enumerate(ours)}}
+    last_common, xla_next, replay_next = start, (xla[0] if xla else None), (ours[0] if ours else None)
+    for index, state in enumerate(xla):
+        if state.fingerprint in reached:
+            mine = reached[state.fingerprint]
+            last_common = state
+            later = (other for other in xla[index + 1 :] if other.fingerprint != state.fingerprint)
+            xla_next = next(later, None)
+            replay_next = ours[mine + 1] if mine + 1 < len(ours) else None
+    return ReplayTrace(start, xla, ours, last_common, xla_next, replay_next)
