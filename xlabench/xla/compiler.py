@@ -597,6 +597,23 @@ def cost_analysis(module: Any) -> dict[str, float]:
     }
 
 
+def stopped_compile_seconds(text: str, disabled_passes: list[str]) -> float:
+    """Wall time of the least compile a step makes: parse, export, every pass off, stopped at the marker.
+
+    Every single-pass step goes through such a compile (jaxlib runs passes only inside one): what a
+    step costs beyond it is xlabench's, what it costs itself scales with what the compiler must move.
+    """
+    started = time.perf_counter()
+    try:
+        _compile(add_stop_marker(text), {"xla_disable_hlo_passes": ",".join(disabled_passes)})
+    except CompilerFailure as failure:
+        if not any(stop in str(failure) for stop in _EXPECTED_STOPS):
+            raise
+    else:
+        raise CompilerFailure("compile was not stopped by the stop marker")
+    return time.perf_counter() - started
+
+
 def full_compile_seconds(text: str) -> float:
     """Wall time of a full XLA CPU compile (all passes and LLVM code generation)."""
     started = time.perf_counter()
