@@ -405,12 +405,12 @@ _VALIDATION: dict[str, list[dict[str, Any]]] = {
          "dtype": "f32"},
     ],
     "moe": [
-        {"mode": "train", "layers": 3, "experts": 4, "top_k": 2, "width": 64, "heads": 2, "expert_hidden": 128,
-         "capacity_factor": 1.25, "seq": 32, "batch": 2, "vocab": 512, "dtype": "f32"},
+        {"mode": "train", "layers": 3, "experts": 4, "top_k": 2, "width": 64, "heads": 2,
+         "expert_hidden": 128, "capacity_factor": 1.25, "seq": 32, "batch": 2, "vocab": 512, "dtype": "f32"},
         {"mode": "infer", "layers": 3, "experts": 8, "top_k": 1, "width": 128, "heads": 2,
          "expert_hidden": 128, "capacity_factor": 1.25, "seq": 16, "batch": 2, "vocab": 512, "dtype": "bf16"},
-        {"mode": "infer", "layers": 1, "experts": 2, "top_k": 1, "width": 64, "heads": 2, "expert_hidden": 128,
-         "capacity_factor": 1.25, "seq": 64, "batch": 2, "vocab": 512, "dtype": "f32"},
+        {"mode": "infer", "layers": 1, "experts": 2, "top_k": 1, "width": 64, "heads": 2,
+         "expert_hidden": 128, "capacity_factor": 1.25, "seq": 64, "batch": 2, "vocab": 512, "dtype": "f32"},
     ],
     "tensorflow": [
         {"model": "mlp", "mode": "infer", "layers": 2, "width": 96, "batch": 4, "dtype": "f32"},
@@ -462,7 +462,8 @@ def suite() -> list[GraphSpec]:
             name = graph_name(family, config)
             specs.append(GraphSpec(name=name, family=family, split=split_of(family, name), config=config))
         for config in _VALIDATION.get(family, []):
-            specs.append(GraphSpec(name=graph_name(family, config), family=family, split="val", config=config))
+            name = graph_name(family, config)
+            specs.append(GraphSpec(name=name, family=family, split="val", config=config))
     names = [spec.name for spec in specs]
     if len(set(names)) != len(names):  # a validation config that is also one of the grid's
         raise ValueError(f"suite graph names repeat: {sorted({n for n in names if names.count(n) > 1})}")
