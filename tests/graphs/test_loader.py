@@ -14,11 +14,11 @@ import pytest
 from xlabench.errors import UserInputError
 from xlabench.graphs import Graph, resolve_graphs, storage
 from xlabench.graphs.build import build
-from xlabench.graphs.suite import suite
+from xlabench.graphs.suite import SPLITS, suite
 
 
 def test_selectors_partition_the_suite(stored_graphs: list[Graph]) -> None:
-    by_split = {split: resolve_graphs(split) for split in ("train", "test", "unseen")}
+    by_split = {split: resolve_graphs(split) for split in SPLITS}
     assert sum(len(graphs) for graphs in by_split.values()) == len(stored_graphs)
     for split, graphs in by_split.items():
         assert graphs and {g.split for g in graphs} == {split}

@@ -33,18 +33,24 @@ def test_splits_do_not_overlap(suite_specs: list[GraphSpec]) -> None:
     for spec in suite_specs:
         by_split[spec.split].add((spec.family, _config_key(spec.config)))
     assert all(by_split.values()), "every split must be non-empty"
-    assert not by_split["train"] & by_split["test"]
-    assert not by_split["train"] & by_split["unseen"]
-    assert not by_split["test"] & by_split["unseen"]
+    for first, second in ((a, b) for i, a in enumerate(SPLITS) for b in SPLITS[i + 1 :]):
+        assert not by_split[first] & by_split[second], (first, second)
 
 
-def test_test_configs_differ_from_train_beyond_dtype(suite_specs: list[GraphSpec]) -> None:
-    # A test graph that is a train graph in another dtype would not be held out in any useful sense.
+def test_held_out_configs_differ_from_train_beyond_dtype(suite_specs: list[GraphSpec]) -> None:
+    # A val or test graph that is a train graph in another dtype would not be held out in any useful sense.
     def shape_key(spec: GraphSpec) -> tuple[str, str]:
         return spec.family, _config_key({k: v for k, v in spec.config.items() if k != "dtype"})
 
     train = {shape_key(spec) for spec in suite_specs if spec.split == "train"}
-    assert [spec.name for spec in suite_specs if spec.split == "test" and shape_key(spec) in train] == []
+    held_out = [spec for spec in suite_specs if spec.split in ("val", "test")]
+    assert [spec.name for spec in held_out if shape_key(spec) in train] == []
+
+
+def test_val_has_configs_of_every_training_family(suite_specs: list[GraphSpec]) -> None:
+    val = Counter(spec.family for spec in suite_specs if spec.split == "val")
+    trained = {spec.family for spec in suite_specs if spec.split == "train"}
+    assert sum(val.values()) >= 24 and set(val) == trained
 
 
 def test_unseen_families_are_whole(suite_specs: list[GraphSpec]) -> None:
@@ -55,8 +61,8 @@ def test_unseen_families_are_whole(suite_specs: list[GraphSpec]) -> None:
         if family in UNSEEN_FAMILIES:
             assert splits == {"unseen"}, family
         else:
-            # Each trained family contributes both training and held-out test configs.
-            assert splits == {"train", "test"}, family
+            # Each trained family contributes training, validation and held-out test configs.
+            assert splits == {"train", "val", "test"}, family
 
 
 def test_split_depends_only_on_name() -> None:

@@ -33,7 +33,9 @@ def register(subparsers: Any) -> None:
         help="first imitate XLA's own order on the training graphs (default) or start from scratch",
     )
     parser.add_argument(
-        "--eval-graphs", default="test,unseen", help="comma-separated SPECs to evaluate on ('' for none)"
+        "--eval-graphs",
+        default="val,test,unseen",
+        help="comma-separated SPECs to evaluate on ('' for none)",
     )
     parser.set_defaults(handler=run_retrain)
 

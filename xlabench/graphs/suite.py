@@ -2,6 +2,8 @@
 
 Splits:
 - `train`: graphs policies are trained on;
+- `val`: other configs of the training families, listed by hand (`_VALIDATION`): every choice made while
+  training (hyperparameters, seeds, configurations, when to stop) is made on them, never on `test`;
 - `test`: held-out configs of the training families (every config appears once in the suite, so no test
   config is shared with train);
 - `unseen`: whole families (ViT, MLP-Mixer, GNN) that no policy is ever trained on.
@@ -22,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the models import jax: only building a graph needs them, not every command
     from xlabench.models.common import Program
 
-SPLITS: tuple[str, ...] = ("train", "test", "unseen")
+SPLITS: tuple[str, ...] = ("train", "val", "test", "unseen")
 UNSEEN_FAMILIES: frozenset[str] = frozenset({"vit", "mlp_mixer", "gnn"})
 _TEST_FRACTION = 0.25
 
@@ -352,6 +354,71 @@ def _tensorflow() -> Iterator[dict[str, Any]]:
                        "batch": _cycle([8, 4], i), "dtype": "f32"}  # fmt: skip
 
 
+# Validation configs: each family's own grid leaves these out (layer counts, widths or lengths it does
+# not use), so no `val` graph is also a `train` or `test` graph.
+_VALIDATION: dict[str, list[dict[str, Any]]] = {
+    "gpt2": [
+        {"layers": 5, "width": 64, "heads": 2, "seq": 32, "batch": 4, "vocab": 512, "dtype": "bf16"},
+        {"layers": 5, "width": 128, "heads": 4, "seq": 64, "batch": 2, "vocab": 512, "dtype": "f32"},
+        {"layers": 7, "width": 64, "heads": 2, "seq": 128, "batch": 2, "vocab": 512, "dtype": "f32"},
+    ],
+    "bert": [
+        {"mode": "train", "layers": 3, "width": 128, "heads": 4, "seq": 64, "batch": 2, "vocab": 1024,
+         "dtype": "f32", "masked": 8},
+        {"mode": "infer", "layers": 3, "width": 64, "heads": 2, "seq": 64, "batch": 4, "vocab": 1024,
+         "dtype": "bf16"},
+        {"mode": "infer", "layers": 6, "width": 128, "heads": 4, "seq": 32, "batch": 2, "vocab": 1024,
+         "dtype": "f32"},
+    ],
+    "resnet": [
+        {"mode": "train", "blocks": [2, 1, 1], "width": 8, "image": 16, "batch": 4, "classes": 10,
+         "dtype": "f32"},
+        {"mode": "infer", "blocks": [1, 2, 2], "width": 16, "image": 32, "batch": 2, "classes": 10,
+         "dtype": "bf16"},
+        {"mode": "infer", "blocks": [3, 2, 1], "width": 8, "image": 16, "batch": 8, "classes": 10,
+         "dtype": "f32"},
+    ],
+    "t5": [
+        {"mode": "train", "layers": 4, "width": 64, "heads": 2, "ff": 128, "seq_in": 32, "seq_out": 16,
+         "batch": 2, "vocab": 512, "dtype": "f32"},
+        {"mode": "infer", "layers": 3, "width": 128, "heads": 4, "ff": 256, "seq_in": 16, "seq_out": 8,
+         "batch": 2, "vocab": 512, "dtype": "bf16"},
+        {"mode": "infer", "layers": 5, "width": 64, "heads": 2, "ff": 128, "seq_in": 64, "seq_out": 16,
+         "batch": 2, "vocab": 512, "dtype": "f32"},
+    ],
+    "recurrent": [
+        {"cell": "lstm", "mode": "infer", "layers": 4, "hidden": 96, "embed": 32, "vocab": 256, "seq": 24,
+         "batch": 4, "dtype": "f32"},
+        {"cell": "gru", "mode": "train", "layers": 2, "hidden": 96, "embed": 32, "vocab": 256, "seq": 24,
+         "batch": 8, "dtype": "bf16"},
+        {"cell": "lstm", "mode": "train", "layers": 1, "hidden": 192, "embed": 32, "vocab": 256, "seq": 16,
+         "batch": 4, "dtype": "f32"},
+    ],
+    "control_flow": [
+        {"program": "cg", "variant": "n32-b2-plain", "n": 32, "batch": 2, "jacobi": False, "max_iter": 128,
+         "dtype": "f32"},
+        {"program": "newton_cg", "variant": "m128-f16", "samples": 128, "features": 16, "newton_steps": 20,
+         "cg_steps": 16, "dtype": "bf16"},
+        {"program": "early_exit_decode", "variant": "v1024-h64", "vocab": 1024, "hidden": 64, "batch": 4,
+         "max_len": 32, "dtype": "f32"},
+        {"program": "cond_train", "variant": "l3-d64", "layers": 3, "width": 64, "batch": 16, "classes": 10,
+         "dtype": "f32"},
+    ],
+    "moe": [
+        {"mode": "train", "layers": 3, "experts": 4, "top_k": 2, "width": 64, "heads": 2,
+         "expert_hidden": 128, "capacity_factor": 1.25, "seq": 32, "batch": 2, "vocab": 512, "dtype": "f32"},
+        {"mode": "infer", "layers": 3, "experts": 8, "top_k": 1, "width": 128, "heads": 2,
+         "expert_hidden": 128, "capacity_factor": 1.25, "seq": 16, "batch": 2, "vocab": 512, "dtype": "bf16"},
+        {"mode": "infer", "layers": 1, "experts": 2, "top_k": 1, "width": 64, "heads": 2,
+         "expert_hidden": 128, "capacity_factor": 1.25, "seq": 64, "batch": 2, "vocab": 512, "dtype": "f32"},
+    ],
+    "tensorflow": [
+        {"model": "mlp", "mode": "infer", "layers": 2, "width": 96, "batch": 4, "dtype": "f32"},
+        {"model": "cnn", "mode": "train", "layers": 1, "width": 24, "batch": 4, "dtype": "f32"},
+        {"model": "rnn", "mode": "infer", "layers": 1, "width": 40, "batch": 8, "dtype": "f32"},
+    ],
+}  # fmt: skip
+
 _CONFIGS: dict[str, Callable[[], Iterator[dict[str, Any]]]] = {
     "gpt2": _gpt2,
     "bert": _bert,
@@ -388,10 +455,16 @@ def split_of(family: str, name: str) -> str:
 
 
 def suite() -> list[GraphSpec]:
-    """Every graph of the suite, in a fixed order (family order, then config order)."""
+    """Every graph of the suite, in a fixed order (family order, then config order, then `val` configs)."""
     specs = []
     for family, configs in _CONFIGS.items():
         for config in configs():
             name = graph_name(family, config)
             specs.append(GraphSpec(name=name, family=family, split=split_of(family, name), config=config))
+        for config in _VALIDATION.get(family, []):
+            name = graph_name(family, config)
+            specs.append(GraphSpec(name=name, family=family, split="val", config=config))
+    names = [spec.name for spec in specs]
+    if len(set(names)) != len(names):  # a validation config that is also one of the grid's
+        raise ValueError(f"suite graph names repeat: {sorted({n for n in names if names.count(n) > 1})}")
     return specs
