@@ -20,6 +20,8 @@ def test_retrain_writes_a_version_that_eval_and_policies_use(policies_root, tmp_
     metadata = json.loads((policies_root / "tiny" / "v1.0" / "metadata.json").read_text())
     assert metadata["training"]["steps"] == 128 and metadata["algorithm"] == "ppo"
     assert metadata["eval"][SMALL_GRAPH]["geomean_vs_default"] > 0
+    # Evaluated by executing: the rollout's outputs were judged against XLA's default executable's.
+    assert metadata["eval"][SMALL_GRAPH]["per_graph"][0]["runtime_ratio"] is not None
     assert any((tmp_path / "tb").rglob("events.out.tfevents.*"))  # TensorBoard logs
 
     out = tmp_path / "eval.json"
@@ -44,3 +46,20 @@ def test_retrain_writes_a_version_that_eval_and_policies_use(policies_root, tmp_
     assert main(["policies", "list"]) == 0 and "tiny@v1.0: ppo" in capsys.readouterr().out
     assert main(["policies", "show", "tiny"]) == 0 and "weights     sha256" in capsys.readouterr().out
     assert main(["retrain", "--name", "../x", "--graphs", SMALL_GRAPH]) == 2  # refused before training
+
+
+@pytest.mark.slow
+def test_retrain_writes_nothing_when_outputs_are_worse_than_the_default(policies_root, monkeypatch, capsys):
+    from xlabench.eval import evaluate
+    from xlabench.xla.execute import OutputsVerdict
+
+    # As if the policy's executable computed output 0 less accurately than XLA's default executable.
+    worse = OutputsVerdict(["output 0 (f32[8]): 3 of 8 elements differ, largest difference 0.5"], "test")
+    monkeypatch.setattr(evaluate, "judge_outputs", lambda *arguments: worse)
+    arguments = ["retrain", "--name", "tiny", "--graphs", SMALL_GRAPH, "--steps", "0", "--workers", "1",
+                 "--eval-graphs", SMALL_GRAPH]  # fmt: skip
+    assert main(arguments) == 1
+    err = capsys.readouterr().err
+    assert f"{SMALL_GRAPH}: output 0 (f32[8]): 3 of 8 elements differ" in err
+    assert "tiny not written" in err
+    assert not (policies_root / "tiny").exists()
