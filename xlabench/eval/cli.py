@@ -23,7 +23,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--policy",
         help=f"a trained policy (NAME, NAME@vX.Y or a version directory; default {DEFAULT_POLICY}), "
-        "search:random|search:greedy|search:beam, or replay",
+        "search:random|search:greedy|search:beam|search:local, or replay",
     )
     parser.add_argument("--graphs", default="test", help="SPEC: all, a split, a family, a graph, .hlo files")
     parser.add_argument("--json", metavar="OUT", help="write the results as one JSON object to OUT")
@@ -65,7 +65,7 @@ def run_eval(args: argparse.Namespace) -> int:
     pool = CompilerPool(size=max(1, args.workers))
     driver = PassDriver(pool=pool)
     options: dict[str, Any] = {"budget": args.budget, "max_length": args.max_length}
-    if strategy in ("random", "greedy", "beam"):
+    if strategy in ("random", "greedy", "beam", "local"):
         options["actions"] = driver.catalogue.action_passes(args.actions)
     if strategy == "random":
         options["seed"] = args.seed

@@ -28,7 +28,7 @@ from xlabench.xla.execute import execute_against_default, judge_outputs, random_
 
 SEARCH_PREFIX = "search:"
 DEFAULT_POLICY = "general"
-SEARCH_STRATEGIES = ("random", "greedy", "beam")
+SEARCH_STRATEGIES = ("random", "greedy", "beam", "local")
 RESULT_FIELDS = (
     "name", "family", "I", "D", "R", "vs_default", "reduction_ratio", "runtime_ratio", "sequence",
     "calls", "seconds",

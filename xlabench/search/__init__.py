@@ -5,8 +5,17 @@ from xlabench.search.strategies import (
     SearchResult,
     beam_search,
     greedy_search,
+    local_search,
     random_search,
     replay_search,
 )
 
-__all__ = ["STRATEGIES", "SearchResult", "beam_search", "greedy_search", "random_search", "replay_search"]
+__all__ = [
+    "STRATEGIES",
+    "SearchResult",
+    "beam_search",
+    "greedy_search",
+    "local_search",
+    "random_search",
+    "replay_search",
+]

@@ -1,4 +1,5 @@
-"""Search baselines over pass sequences: random, greedy (one-step lookahead), beam, and XLA's own order.
+"""Search baselines over pass sequences: random, greedy (one-step lookahead), beam, XLA's own order, and
+local search (hill climbing from XLA's order).
 
 Every strategy starts from a graph's raw module, scores a sequence by its fair count R (the module
 after the sequence, taken through XLA's required passes: `PassDriver.fair_op_count`, the count D is
@@ -26,6 +27,8 @@ import numpy as np
 
 from xlabench.errors import CompilerError, UserInputError
 from xlabench.xla import HloModule, PassDriver
+from xlabench.xla.catalogue import base_pass
+from xlabench.xla.execute import judge_sequence
 from xlabench.xla.replay import replay_default_pipeline
 
 DEFAULT_BUDGET = 2000
@@ -211,6 +214,114 @@ def replay_search(driver: PassDriver, module: HloModule) -> SearchResult:
     return _result("replay", state, calls, started)
 
 
+def _play(
+    driver: PassDriver, module: HloModule, sequence: list[str], budget: _Budget
+) -> tuple[HloModule, list[str], bool]:
+    """Apply `sequence` to `module`, leaving out what changes nothing (unless another pass requires it);
+    the module, the passes kept, and whether every pass was applied (False: a pass failed, or the budget
+    ran out, keeping one call to count the result)."""
+    catalogue, kept = driver.catalogue, []
+    for name in sequence:
+        if catalogue.unmet_requirement(name, kept) is not None:
+            continue
+        if budget.left() < 2:
+            return module, kept, False
+        budget.spend(1)
+        try:
+            following, calls = driver.apply_action(module, name)
+        except CompilerError:
+            return module, kept, False
+        budget.record(calls - 1)
+        if catalogue.worth_taking(name, following.fingerprint != module.fingerprint):
+            module, kept = following, [*kept, name]
+    return module, kept, True
+
+
+def xla_order(driver: PassDriver, module: HloModule, actions: list[str]) -> list[str]:
+    """XLA's effective order on `module` as actions, from one compile of its default pipeline: each pass
+    XLA ran that changed the module, as its fixed-point variant where XLA iterates it (when offered), a
+    pass another requires preceded by that one."""
+    catalogue, order = driver.catalogue, []
+    for _, name in driver.default_pipeline_changes(module):
+        required = catalogue.unmet_requirement(name, order)
+        order += [action for n in (required, name) if n is not None
+                  if (action := catalogue.action_for(n, actions)) is not None]  # fmt: skip
+    return order
+
+
+Edit = tuple[int, tuple[str, ...]]  # (the first position an edit changes, the sequence after it)
+
+
+def _edits(sequence: tuple[str, ...], actions: list[str], max_length: int) -> list[Edit]:
+    """Every one-pass edit of a sequence, cheapest first: a loop replaced by its single run, a pass
+    dropped, two neighbours swapped, a pass inserted -- each from the end, where the suffix to apply
+    again is shortest."""
+    positions = list(reversed(range(len(sequence))))
+    loops = [i for i in positions if (single := base_pass(sequence[i])) != sequence[i] and single in actions]
+    edits = [(i, (*sequence[:i], base_pass(sequence[i]), *sequence[i + 1 :])) for i in loops]
+    edits += [(i, sequence[:i] + sequence[i + 1 :]) for i in positions]
+    edits += [(i, (*sequence[:i], sequence[i + 1], sequence[i], *sequence[i + 2 :])) for i in positions[1:]]
+    if len(sequence) < max_length:
+        edits += [
+            (i, (*sequence[:i], name, *sequence[i:]))
+            for i in range(len(sequence), -1, -1)
+            for name in actions
+        ]
+    return edits  # fmt: skip
+
+
+def local_search(
+    driver: PassDriver,
+    module: HloModule,
+    actions: list[str],
+    budget: int = DEFAULT_BUDGET,
+    max_length: int = DEFAULT_MAX_LENGTH,
+    cancel: threading.Event | None = None,
+) -> SearchResult:
+    """Hill climbing from XLA's own order: take the first one-pass edit (`_edits`) that lowers R and
+    whose outputs are numerically no worse than XLA's default executable's (`judge_sequence`, against
+    a higher-precision reference on low-precision modules), until no edit does or the budget is spent.
+
+    Calls: XLA's order costs one (one compile of the default pipeline), each pass application one, each
+    count one, each output check one (the sequence's executable; the default's is compiled once).
+    """
+    started, calls = time.perf_counter(), _Budget(budget, cancel)
+    calls.spend(1)
+    order = xla_order(driver, module, actions)
+    played, kept, _ = _play(driver, module, order, calls)
+    calls.spend(1)
+    best = _State(played, tuple(kept), driver.fair_op_count(played, kept))
+    tried = {best.sequence}
+    improved = True
+    while improved and calls.left() >= 2:
+        improved = False
+        prefixes = [module]  # prefixes[i]: the module after best.sequence[:i], all cached transitions
+        for name in best.sequence:
+            prefixes.append(driver.apply_action(prefixes[-1], name)[0])
+        for position, sequence in _edits(best.sequence, actions, max_length):
+            if calls.left() < 2:
+                break
+            if sequence in tried:
+                continue
+            tried.add(sequence)
+            suffix = list(sequence[position:])
+            after, kept_suffix, complete = _play(driver, prefixes[position], suffix, calls)
+            if not complete or kept_suffix != suffix or not calls.spend(1):
+                continue  # a pass failed or changed nothing there: another sequence than this edit's
+            count = driver.fair_op_count(after, list(sequence))
+            if count >= best.op_count or not calls.spend(1):
+                continue
+            try:
+                verdict, _ = judge_sequence(module, after, list(sequence), driver=driver)
+            except CompilerError:
+                continue
+            if verdict.problems:
+                continue  # fewer ops, numerically worse: not a win
+            best, improved = _State(after, sequence, count), True
+            break
+    return _result("local", best, calls, started)
+
+
 def _result(strategy: str, state: _State, calls: _Budget, started: float) -> SearchResult:
     return SearchResult(
         strategy,
@@ -227,5 +338,6 @@ STRATEGIES: dict[str, Callable[..., SearchResult]] = {
     "random": random_search,
     "greedy": greedy_search,
     "beam": beam_search,
+    "local": local_search,
     "replay": replay_search,
 }
