@@ -55,6 +55,22 @@ def test_greedy_search_reports_what_it_found_and_cost(tmp_path, one_graph_direct
     assert row["vs_default"] == row["D"] / row["R"]
 
 
+def test_guided_search_starts_from_the_policys_rollout_and_climbs_within_budget(tmp_path):
+    # On this CG loop the shipped policy's rollout lands on XLA's count; an edit of it goes below.
+    graph = "control_flow-cg-n16-b1-jacobi-f32"
+    rollout, guided = tmp_path / "rollout.json", tmp_path / "guided.json"
+    assert main(["eval", "--graphs", graph, "--no-runtime", "--json", str(rollout)]) == 0  # general
+    arguments = ["--graphs", graph, "--repeats", "3", "--json", str(guided)]
+    assert main(["eval", "--policy", "search:guided", *arguments]) == 0
+    (start,) = json.loads(rollout.read_text())["graphs"]
+    document = json.loads(guided.read_text())
+    (row,) = document["graphs"]
+    assert document["policy"].startswith("search:guided (general@") and "200 calls" in document["policy"]
+    assert start["calls"] < row["calls"] <= 200
+    assert row["R"] < start["R"] and row["vs_default"] > 1  # below XLA's default count
+    assert row["runtime_ratio"] is not None  # executed: outputs no worse than XLA's default's
+
+
 def test_unknown_or_missing_policies_are_one_clear_error(capsys, one_graph_directory, tmp_path, monkeypatch):
     monkeypatch.setenv("XLABENCH_POLICIES_DIR", str(tmp_path / "no-policies"))
     with pytest.raises(UserInputError, match="no general policy is shipped"):

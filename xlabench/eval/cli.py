@@ -11,6 +11,7 @@ from xlabench.eval.checkpoint import Checkpoint
 from xlabench.eval.evaluate import DEFAULT_POLICY, RESULT_FIELDS, evaluate_graphs, resolve_strategy, summarize
 from xlabench.eval.report import write_report
 from xlabench.files import write_atomically
+from xlabench.policies.guided import DEFAULT_GUIDED_BUDGET
 from xlabench.search.strategies import DEFAULT_BUDGET, DEFAULT_MAX_LENGTH
 from xlabench.xla.catalogue import ACTION_SETS, DEFAULT_ACTION_SET
 
@@ -23,7 +24,13 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--policy",
         help=f"a trained policy (NAME, NAME@vX.Y or a version directory; default {DEFAULT_POLICY}), "
-        "search:random|search:greedy|search:beam|search:local, or replay",
+        "search:random|search:greedy|search:beam|search:local|search:guided, or replay",
+    )
+    parser.add_argument(
+        "--guide",
+        default=DEFAULT_POLICY,
+        metavar="POLICY",
+        help=f"the policy search:guided starts from (default {DEFAULT_POLICY})",
     )
     parser.add_argument("--graphs", default="test", help="SPEC: all, a split, a family, a graph, .hlo files")
     parser.add_argument("--json", metavar="OUT", help="write the results as one JSON object to OUT")
@@ -31,7 +38,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--no-runtime", action="store_true", help="skip executing and timing")
     parser.add_argument("--actions", default=DEFAULT_ACTION_SET, choices=sorted(ACTION_SETS))
     parser.add_argument(
-        "--budget", type=int, default=DEFAULT_BUDGET, help="compiler calls per graph (search)"
+        "--budget",
+        type=int,
+        help=f"compiler calls per graph (default {DEFAULT_BUDGET}; search:guided {DEFAULT_GUIDED_BUDGET})",
     )
     parser.add_argument(
         "--max-length", type=int, default=DEFAULT_MAX_LENGTH, help="passes per sequence (search)"
@@ -64,7 +73,8 @@ def run_eval(args: argparse.Namespace) -> int:
     graphs = resolve_graphs(args.graphs)
     pool = CompilerPool(size=max(1, args.workers))
     driver = PassDriver(pool=pool)
-    options: dict[str, Any] = {"budget": args.budget, "max_length": args.max_length}
+    budget = args.budget or (DEFAULT_GUIDED_BUDGET if strategy == "guided" else DEFAULT_BUDGET)
+    options: dict[str, Any] = {"budget": budget, "max_length": args.max_length}
     if strategy in ("random", "greedy", "beam", "local"):
         options["actions"] = driver.catalogue.action_passes(args.actions)
     if strategy == "random":
@@ -74,6 +84,9 @@ def run_eval(args: argparse.Namespace) -> int:
     label = args.policy or DEFAULT_POLICY
     action_match = None
     try:
+        if strategy == "guided":
+            options["policy"] = load_policy(args.guide, driver)
+            label = f"{label} ({options['policy'].label}, {budget} calls)"
         if strategy == "policy":
             options["policy"] = load_policy(label, driver)
             label = options["policy"].label
@@ -135,11 +148,11 @@ def _run_description(
 ) -> dict[str, Any]:
     """Everything a graph's row depends on besides the graph: a checkpoint is only resumed by its own run."""
     run: dict[str, Any] = {"strategy": strategy, "jaxlib": driver.jaxlib_version}
-    if strategy == "policy":
+    if strategy in ("policy", "guided"):
         run["policy"] = options["policy"].label
         run["weights_sha256"] = options["policy"].artifact.metadata.get("weights_sha256")
-    elif strategy != "replay":
-        run.update({"actions": args.actions, "budget": args.budget, "max_length": args.max_length})
+    if strategy not in ("policy", "replay"):
+        run.update({"actions": args.actions, "budget": options["budget"], "max_length": args.max_length})
         run.update({key: options[key] for key in ("width", "seed") if key in options})
     run.update({"runtime": not args.no_runtime, "repeats": args.repeats if not args.no_runtime else None})
     return run

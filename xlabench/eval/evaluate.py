@@ -21,6 +21,7 @@ from typing import Any
 from xlabench.errors import CompilerError, UserInputError
 from xlabench.eval.checkpoint import Checkpoint
 from xlabench.graphs import Graph
+from xlabench.policies.guided import guided_search
 from xlabench.policies.policy import rollout
 from xlabench.search import STRATEGIES, SearchResult
 from xlabench.xla import PassDriver
@@ -28,7 +29,7 @@ from xlabench.xla.execute import execute_against_default, judge_outputs, random_
 
 SEARCH_PREFIX = "search:"
 DEFAULT_POLICY = "general"
-SEARCH_STRATEGIES = ("random", "greedy", "beam", "local")
+SEARCH_STRATEGIES = ("random", "greedy", "beam", "local", "guided")
 RESULT_FIELDS = (
     "name", "family", "I", "D", "R", "vs_default", "reduction_ratio", "runtime_ratio", "sequence",
     "calls", "seconds",
@@ -84,6 +85,11 @@ def evaluate_graph(
         row["D"] = driver.features(driver.run_default_pipeline(module)).op_count
         if strategy == "policy":
             found = rollout(search_options["policy"], driver, graph)
+        elif strategy == "guided":
+            found = guided_search(
+                search_options["policy"], driver, graph, search_options["budget"],
+                search_options["max_length"], cancel,
+            )  # fmt: skip
         else:
             run: Callable[..., SearchResult] = STRATEGIES[strategy]
             options = {**search_options, "cancel": cancel} if strategy != "replay" else {}

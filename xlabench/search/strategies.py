@@ -277,20 +277,25 @@ def local_search(
     budget: int = DEFAULT_BUDGET,
     max_length: int = DEFAULT_MAX_LENGTH,
     cancel: threading.Event | None = None,
+    start: SearchResult | None = None,
 ) -> SearchResult:
-    """Hill climbing from XLA's own order: take the first one-pass edit (`_edits`) that lowers R and
-    whose outputs are numerically no worse than XLA's default executable's (`judge_sequence`, against
-    a higher-precision reference on low-precision modules), until no edit does or the budget is spent.
+    """Hill climbing from XLA's own order (or from `start`, a sequence already found and counted): take
+    the first one-pass edit (`_edits`) that lowers R and whose outputs are numerically no worse than XLA's
+    default executable's (`judge_sequence`, against a higher-precision reference on low-precision
+    modules), until no edit does or the budget is spent.
 
     Calls: XLA's order costs one (one compile of the default pipeline), each pass application one, each
     count one, each output check one (the sequence's executable; the default's is compiled once).
     """
     started, calls = time.perf_counter(), _Budget(budget, cancel)
-    calls.spend(1)
-    order = xla_order(driver, module, actions)
-    played, kept, _ = _play(driver, module, order, calls)
-    calls.spend(1)
-    best = _State(played, tuple(kept), driver.fair_op_count(played, kept))
+    if start is not None and start.module is not None:
+        best = _State(start.module, tuple(start.sequence), start.op_count)
+    else:
+        calls.spend(1)
+        order = xla_order(driver, module, actions)
+        played, kept, _ = _play(driver, module, order, calls)
+        calls.spend(1)
+        best = _State(played, tuple(kept), driver.fair_op_count(played, kept))
     tried = {best.sequence}
     improved = True
     while improved and calls.left() >= 2:
