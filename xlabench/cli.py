@@ -19,6 +19,8 @@ def build_parser() -> argparse.ArgumentParser:
     from xlabench.eval import compare as eval_compare
     from xlabench.eval import compiler_diff
     from xlabench.graphs import cli as graphs_cli
+    from xlabench.interactive import advise as interactive_advise
+    from xlabench.interactive import serve as interactive_serve
     from xlabench.policies import cli as policies_cli
     from xlabench.xla import bench as xla_bench
     from xlabench.xla import cli as xla_cli
@@ -33,6 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     agents_cli.register(subparsers)
     policies_cli.register(subparsers)
     baselines_cli.register(subparsers)
+    interactive_serve.register(subparsers)
+    interactive_advise.register(subparsers)
     bench = subparsers.add_parser("bench", help="benchmarks that print figures (speed, robustness)")
     bench_subparsers = bench.add_subparsers(dest="benchmark", required=True)
     xla_bench.register(bench_subparsers)
@@ -54,7 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Commands that compile, and so take --compiler: every subcommand under them.
-COMPILING_COMMANDS = ("passes", "stats", "apply", "eval", "retrain", "policies", "baselines", "bench")
+COMPILING_COMMANDS = (
+    "passes", "stats", "apply", "eval", "retrain", "policies", "baselines", "bench", "interactive",
+)  # fmt: skip
 
 
 def _leaf_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:

@@ -1,0 +1,135 @@
+"""`xlabench advise`: xlabench as the host of MLGO's interactive protocol, serving a shipped policy.
+
+It makes the FIFOs `BASE.in` and `BASE.out`, starts COMMAND (a compiler that speaks the protocol and
+opens them), reads the header, answers every observation with the policy's advice (its most likely
+allowed action, as `xlabench eval` rolls it out) and exits with COMMAND's exit code. Features the
+policy cannot take are refused in one line (exit 2) and COMMAND is terminated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from typing import Any
+
+import numpy as np
+
+from xlabench.errors import UserInputError
+from xlabench.interactive.protocol import (
+    ChannelClosed,
+    Reader,
+    TensorSpec,
+    make_fifos,
+    open_fifo,
+    write_all,
+)
+from xlabench.interactive.serve import DEFAULT_TIMEOUT
+
+
+def register(subparsers: Any) -> None:
+    """Add the `advise` subcommand."""
+    parser = subparsers.add_parser(
+        "advise", help="serve a policy's advice to a compiler speaking MLGO's interactive protocol"
+    )
+    parser.add_argument("--policy", default="general", help="NAME or NAME@vX.Y (default general)")
+    parser.add_argument(
+        "--channel-base", required=True, metavar="BASE", help="the FIFOs to make: BASE.in, BASE.out"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        help="seconds to wait for the compiler (default 300)",
+    )
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND ...: the compiler to start")
+    parser.set_defaults(handler=run_advise)
+
+
+def run_advise(args: argparse.Namespace) -> int:
+    """Start the compiler, advise it until it closes its channel, exit with its exit code."""
+    from xlabench.policies.policy import load_policy
+    from xlabench.xla import default_driver
+
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        raise UserInputError("advise needs the compiler to start: xlabench advise ... -- COMMAND ...")
+    policy = load_policy(args.policy, default_driver())
+    inbound_path, outbound_path = make_fifos(args.channel_base)
+    try:
+        process = subprocess.Popen(command)
+    except OSError as error:
+        raise UserInputError(f"{command[0]}: cannot start: {error.strerror}") from None
+    alive = lambda: process.poll() is None  # noqa: E731
+    try:
+        advice_out = open_fifo(inbound_path, "w", args.timeout, alive)
+        observations = Reader(
+            open_fifo(outbound_path, "r", args.timeout), str(outbound_path), args.timeout, alive
+        )
+        _serve(policy, observations, advice_out, str(inbound_path))
+    except (ChannelClosed, _Refused) as problem:
+        if process.poll() is None:
+            process.terminate()
+        code = process.wait()
+        if isinstance(problem, _Refused) or code == 0:
+            print(f"xlabench: error: advise: {problem}", file=sys.stderr)
+            return 2
+        return code  # the compiler failed: its own message says why, its exit code says so
+    return process.wait()
+
+
+class _Refused(Exception):
+    """What the compiler sent is not what the policy takes."""
+
+
+def _serve(policy: Any, observations: Reader, advice_out: int, advice_name: str) -> None:
+    """Read the header, then answer each observation until the compiler closes its channel."""
+    line = observations.line()
+    if line is None:
+        raise ChannelClosed(f"{observations.name}: closed before its header")
+    try:
+        document = json.loads(line)
+        features = [TensorSpec.from_json(value) for value in document["features"]]
+        advice = TensorSpec.from_json(document["advice"])
+        score = TensorSpec.from_json(document["score"]) if "score" in document else None
+    except (ValueError, KeyError, TypeError) as error:
+        raise _Refused(f"{observations.name}: not an MLGO header: {error}") from None
+    _check(policy, features, advice, document.get("actions"))
+    while (line := observations.line()) is not None:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            raise _Refused(f"{observations.name}: expected a JSON line, got {line[:60]!r}") from None
+        if "observation" in record:
+            values = {spec.name: spec.decode(observations.exactly(spec.byte_size)) for spec in features}
+            if observations.exactly(1) != b"\n":
+                raise _Refused(
+                    f"{observations.name}: observation {record['observation']} does not end its line"
+                )
+            mask = np.append(values.pop("action_mask").astype(bool), True)  # stopping is always allowed
+            action = policy.act(values, mask)
+            write_all(
+                advice_out, advice.encode([-1 if action == len(policy.actions) else action]), advice_name
+            )
+        elif "outcome" in record and score is not None:
+            observations.exactly(score.byte_size + 1)  # the score and its newline: the policy needs neither
+        elif "context" not in record:
+            raise _Refused(f"{observations.name}: unexpected line {line[:60]!r}")
+
+
+def _check(policy: Any, features: list[TensorSpec], advice: TensorSpec, actions: Any) -> None:
+    """Refuse, in one line, features, advice or actions the policy cannot take."""
+    expected = {name: tuple(shape) for name, shape in policy.artifact.metadata["observation_spec"].items()}
+    expected["action_mask"] = (len(policy.actions),)
+    given = {spec.name: spec.shape for spec in features}
+    if given != expected:
+        differing = sorted(
+            name for name in set(given) | set(expected) if given.get(name) != expected.get(name)
+        )
+        shown = ", ".join(f"{name} {list(given[name]) if name in given else 'missing'}" for name in differing)
+        raise _Refused(f"{policy.label} cannot take these features: {shown} (it takes {expected})")
+    if advice.type != "int64_t" or advice.shape not in ((1,), ()):
+        raise _Refused(f"{policy.label} advises one int64_t, not {advice.type}{list(advice.shape)}")
+    if actions is not None and list(actions) != list(policy.actions):
+        raise _Refused(f"{policy.label} was made with other actions than the compiler offers")

@@ -1,0 +1,196 @@
+"""`xlabench interactive`: xlabench as the compiler of MLGO's interactive protocol.
+
+An MLGO host (LLVM's `InteractiveModelRunner` protocol, `xlabench.interactive.protocol`) orders XLA's
+passes on one graph: at each decision xlabench writes the environment's observation (the features of
+`xlabench/PassOrdering-v0`, plus an `action_mask`) and waits for the host's advice, an `int64_t[1]`:
+the index of an action, or -1 (or the action count) to stop. The episode is the one `xlabench eval`
+rolls out for a policy (same environment settings), so its result is what eval reports for that
+sequence: graph, sequence, I, D, R, vs_default, compiler calls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from xlabench.errors import UserInputError
+from xlabench.files import write_atomically
+from xlabench.interactive.protocol import (
+    ChannelClosed,
+    Reader,
+    TensorSpec,
+    header,
+    json_line,
+    open_fifo,
+    write_all,
+)
+
+DEFAULT_TIMEOUT = 300.0
+# The environment of the shipped policies (`xlabench.agents.train.ENVIRONMENT`): served with these
+# settings, a policy's advice gives the rollout `xlabench eval` makes.
+DEFAULT_ACTION_SET = "fixed-point-and-single"
+DEFAULT_MAX_STEPS = 64
+ADVICE = TensorSpec("advice", (1,), "int64_t")
+SCORE = TensorSpec("reward", (1,), "float")
+
+
+@dataclass(frozen=True)
+class EpisodeResult:
+    """What an interactive episode ended with, as `xlabench eval` reports a sequence."""
+
+    name: str
+    sequence: list[str]
+    I: int  # noqa: E741 -- eval's JSON key: the raw module's op count
+    D: int
+    R: int
+    vs_default: float
+    calls: int
+
+
+def feature_specs(observation_space: Any, action_count: int) -> list[TensorSpec]:
+    """The features of every decision: the environment's observation, in its order, and the action mask."""
+    specs = [
+        TensorSpec(name, tuple(space.shape), "float") for name, space in observation_space.spaces.items()
+    ]
+    return [*specs, TensorSpec("action_mask", (action_count,), "int64_t")]
+
+
+def register(subparsers: Any) -> None:
+    """Add the `interactive` subcommand."""
+    parser = subparsers.add_parser(
+        "interactive", help="let an MLGO host order XLA's passes on a graph through two FIFOs"
+    )
+    parser.add_argument("graph", help="one graph: a suite graph's name or an .hlo file")
+    parser.add_argument(
+        "--channel-base", required=True, metavar="BASE", help="the host's FIFOs: BASE.in, BASE.out"
+    )
+    parser.add_argument(
+        "--actions", default=DEFAULT_ACTION_SET, help=f"action set (default {DEFAULT_ACTION_SET})"
+    )
+    parser.add_argument(
+        "--max-steps",
+        type=int,
+        default=DEFAULT_MAX_STEPS,
+        help=f"decisions at most (default {DEFAULT_MAX_STEPS})",
+    )
+    parser.add_argument("--score", action="store_true", help="also send each decision's reward (float)")
+    parser.add_argument(
+        "--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds to wait for the host (default 300)"
+    )
+    parser.add_argument("--json", metavar="FILE", help="also write the result as JSON to FILE")
+    parser.set_defaults(handler=run_interactive)
+
+
+def run_interactive(args: argparse.Namespace) -> int:
+    """Serve one episode to the host; print the result. Bad advice or a host gone: one line, exit 2."""
+    from xlabench.env import PassOrderingEnv
+    from xlabench.graphs import resolve_graphs
+    from xlabench.xla import default_driver
+
+    graphs = resolve_graphs(args.graph)
+    if len(graphs) != 1:
+        raise UserInputError(f"{args.graph}: names {len(graphs)} graphs; interactive takes one")
+    graph = graphs[0]
+    driver = default_driver()
+    actions = driver.catalogue.action_passes(args.actions)
+    env = PassOrderingEnv(
+        graphs=[graph],
+        actions=actions,
+        max_steps=args.max_steps,
+        driver=driver,
+        count_every_step=False,
+        rewards=args.score,
+        mask_missing_actions=True,
+    )
+    observation, info = env.reset(
+        seed=0, options={"graph": graph.name}
+    )  # I, D (and R0) before the host waits
+    features = feature_specs(env.observation_space, len(actions))
+    base = args.channel_base
+    try:
+        inbound = open_fifo(f"{base}.in", "r", args.timeout)
+        outbound = open_fifo(f"{base}.out", "w", args.timeout)
+    except (ChannelClosed, OSError) as error:
+        raise UserInputError(f"{base}: {error}") from None
+    advice_reader = Reader(inbound, f"{base}.in", args.timeout)
+    try:
+        write_all(
+            outbound, header(features, ADVICE, SCORE if args.score else None, actions=actions), f"{base}.out"
+        )
+        write_all(outbound, json_line({"context": graph.name}), f"{base}.out")
+        result = _episode(env, observation, info, features, advice_reader, outbound, args)
+    except ChannelClosed as closed:
+        print(f"xlabench: error: interactive: {closed}", file=sys.stderr)
+        return 2
+    except _BadAdvice as bad:
+        print(f"xlabench: error: interactive: {bad}", file=sys.stderr)
+        return 2
+    finally:
+        for descriptor in (inbound, outbound):
+            os.close(descriptor)
+    print(
+        f"{result.name}: I {result.I}, D {result.D}, R {result.R}, vs_default {result.vs_default:.4f}, "
+        f"{result.calls} compiler calls; sequence: {' '.join(result.sequence) or '(none)'}"
+    )
+    if args.json:
+        write_atomically(args.json, (json.dumps(asdict(result), indent=2) + "\n").encode())
+    return 0
+
+
+class _BadAdvice(Exception):
+    """Advice the episode cannot take: outside the actions, or masked."""
+
+
+def _episode(
+    env: Any,
+    observation: dict[str, np.ndarray],
+    info: dict[str, Any],
+    features: list[TensorSpec],
+    advice_reader: Reader,
+    outbound: int,
+    args: argparse.Namespace,
+) -> EpisodeResult:
+    """Decisions until the host stops or the step cap; the result counted as `rollout` counts it."""
+    name = f"{args.channel_base}.out"
+    stop = len(env.actions)
+    applications, decision, done = 0, 0, False
+    while not done:
+        mask = env.action_masks()
+        tensors = [observation[spec.name] for spec in features[:-1]] + [mask[:stop].astype(np.int64)]
+        payload = b"".join(spec.encode(tensor) for spec, tensor in zip(features, tensors, strict=True))
+        write_all(outbound, json_line({"observation": decision}) + payload + b"\n", name)
+        advice = int(ADVICE.decode(advice_reader.exactly(ADVICE.byte_size))[0])
+        if advice == -1:
+            advice = stop
+        if not 0 <= advice <= stop:
+            raise _BadAdvice(f"advice {advice} at decision {decision} is outside -1..{stop} ({stop} actions)")
+        if not mask[advice]:
+            raise _BadAdvice(
+                f"advice {advice} ({env.actions[advice]}) at decision {decision} is masked there"
+            )
+        observation, reward, terminated, truncated, info = env.step(advice)
+        applications += info["calls"]
+        if args.score:
+            write_all(outbound, json_line({"outcome": decision}) + SCORE.encode([reward]) + b"\n", name)
+        decision += 1
+        done = terminated or truncated
+    op_count = (
+        info["op_count"]
+        if info["op_count"] is not None
+        else env.driver.fair_op_count(env.module, env.sequence)
+    )
+    return EpisodeResult(
+        name=info["graph"],
+        sequence=env.sequence,
+        I=info["I"],
+        D=info["D"],
+        R=int(op_count),
+        vs_default=info["D"] / int(op_count),
+        calls=applications + 1,
+    )
