@@ -62,6 +62,22 @@ def test_counting_only_at_the_end_gives_the_same_return(end):
     assert returns[False] == pytest.approx(returns[True]) and returns[True] > 0
 
 
+@pytest.mark.parametrize("every_step", [True, False])
+def test_with_xlas_count_as_baseline_the_return_is_the_gain_over_xla(every_step):
+    env = PassOrderingEnv(graphs=SMALL_GRAPH, action_set="simplification", max_steps=8,
+                          count_every_step=every_step, reward_baseline="default")  # fmt: skip
+    # (D - R) / D: negative for a sequence short of XLA's count, 0 at it (positive only beyond it).
+    _, info = env.reset(seed=0)
+    _, reward, _, _, info = env.step(env.stop_action)
+    assert reward == pytest.approx((info["D"] - info["R0"]) / info["D"]) and reward < 0
+    env.reset(seed=0)
+    total = sum(env.step(env.actions.index(name))[1] for name in ["call-inliner", "algsimp", "cse", "dce"])
+    _, reward, _, _, info = env.step(env.stop_action)
+    assert info["op_count"] == info["D"] and total + reward == pytest.approx(0.0)
+    with pytest.raises(UserInputError, match="unknown reward baseline"):
+        PassOrderingEnv(graphs=SMALL_GRAPH, reward_baseline="xla")
+
+
 def test_an_evaluation_rollout_without_rewards_never_counts_r0(tmp_path):
     from xlabench.xla import PassDriver
     from xlabench.xla.cache import TransitionCache

@@ -51,6 +51,9 @@ ENV_ID = "xlabench/PassOrdering-v0"
 COST_FIELDS = ("flops", "transcendentals", "bytes_accessed")
 
 
+REWARD_BASELINES = ("unoptimized", "default")
+
+
 def observation_space(action_count: int) -> spaces.Dict:
     """The environment's observation space for an action set of `action_count` passes."""
     return spaces.Dict(
@@ -102,9 +105,14 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         mask_inapplicable: bool = False,
         skip_known_no_ops: bool = True,
         mask_missing_actions: bool = False,
+        reward_baseline: str = "unoptimized",
     ) -> None:
         if max_steps < 1:
             raise UserInputError(f"max_steps must be at least 1, not {max_steps}")
+        if reward_baseline not in REWARD_BASELINES:
+            raise UserInputError(
+                f"{reward_baseline}: unknown reward baseline (choose {', '.join(REWARD_BASELINES)})"
+            )
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise UserInputError(f"{render_mode}: unknown render mode (choose ansi)")
         self.driver = driver or default_driver()
@@ -135,6 +143,11 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         self.mask_inapplicable = mask_inapplicable
         # Spend no compiler call on a pass known to change nothing (see the module docstring).
         self.skip_known_no_ops = skip_known_no_ops
+        # What the return measures progress from and is scaled by: the raw module's fair count R0
+        # ("unoptimized": the return is (R0 - R) / R0) or XLA's default count D ("default": (D - R) / D,
+        # 0 for a sequence that lands on XLA's count, positive only beyond it).
+        self.reward_baseline = reward_baseline
+        self._reward_reference = 0
 
         self.action_space = spaces.Discrete(len(self.actions) + 1)
         self.observation_space = observation_space(len(self.actions))
@@ -166,6 +179,9 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         self._start = self._graph_start(name)
         self._module = self._start.module
         self._fair_count = self._start.unoptimized_op_count
+        self._reward_reference = (
+            self._start.default_op_count if self.reward_baseline == "default" else self._fair_count
+        )
         self._steps = 0
         self._action_counts[:] = 0
         self._sequence = []
@@ -288,17 +304,24 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         return dict(self.driver.calls)
 
     def _count_reward(self) -> float:
-        """Count the current module; the reward is the drop since the last count, over R0."""
+        """Count the current module; the reward is the drop since the last count (the first from the
+        reward baseline's count), over that baseline's count."""
         assert self._start is not None and self._module is not None
         try:
             fair_count = self.driver.fair_op_count(self._module, self._sequence)
         except CompilerError:  # XLA's required passes fail on this sequence's module
             return -self.error_penalty
-        previous, self._fair_count = self._fair_count, fair_count
+        previous, self._fair_count = self._reward_reference, fair_count
+        self._reward_reference = fair_count
         if not self.rewards:
             return 0.0
         assert previous is not None and self._start.unoptimized_op_count is not None
-        return (previous - fair_count) / self._start.unoptimized_op_count
+        scale = (
+            self._start.default_op_count
+            if self.reward_baseline == "default"
+            else self._start.unoptimized_op_count
+        )
+        return (previous - fair_count) / scale
 
     def graph_start(self, name: str) -> GraphStart:
         """I, D, R0 and the raw module of one graph (computed once per environment)."""
