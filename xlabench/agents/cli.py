@@ -23,6 +23,20 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--graphs", default="train", help="SPEC to train on (default: the train split)")
     parser.add_argument("--steps", type=int, default=DEFAULT_STEPS, help="environment steps")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--seeds",
+        help="train one policy per seed (0-4, or 0,2,5): each, and its warm start, judged on --select-on; "
+        "the best ships, with statistics over seeds (rliable)",
+    )
+    parser.add_argument(
+        "--select-on", default="val", metavar="SPEC", help="graphs the seeds are judged on (default val)"
+    )
+    parser.add_argument(
+        "--reward-baseline",
+        choices=("unoptimized", "default"),
+        help="measure the return against the raw module's count or XLA's default count "
+        "(default: the environment's, `ENVIRONMENT` in xlabench/agents/train.py)",
+    )
     parser.add_argument("--logdir", default=None, help="TensorBoard log directory")
     parser.add_argument("--workers", type=int, default=2, help="environment processes (one compiler each)")
     parser.add_argument(
@@ -50,15 +64,16 @@ def numerically_worse(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def run_retrain(args: argparse.Namespace) -> int:
-    """Train, evaluate the greedy rollout on each eval SPEC (op counts, and outputs executed and judged
-    against XLA's default: `judge_outputs`), then save atomically -- unless some graph's outputs are
-    numerically worse than the default's: then nothing is written."""
-    from xlabench.agents.train import train
+    """Train (one seed, or several judged on --select-on), evaluate the greedy rollout on each eval SPEC
+    (op counts, and outputs executed and judged against XLA's default: `judge_outputs`), then save
+    atomically -- unless some graph's outputs are numerically worse than the default's: then nothing is
+    written."""
+    from xlabench.agents.seeds import curves_figure, describe, parse_seeds, statistics
+    from xlabench.agents.train import ENVIRONMENT, train
     from xlabench.errors import UserInputError
     from xlabench.eval.evaluate import RESULT_FIELDS, evaluate_graphs, summarize
     from xlabench.graphs import resolve_graphs
-    from xlabench.policies.artifact import Artifact, check_name, save
-    from xlabench.policies.policy import Policy
+    from xlabench.policies.artifact import check_name, save
     from xlabench.xla import PassDriver
     from xlabench.xla.pool import CompilerPool
 
@@ -68,17 +83,48 @@ def run_retrain(args: argparse.Namespace) -> int:
     eval_specs = [spec for spec in args.eval_graphs.split(",") if spec]
     eval_graphs = {spec: resolve_graphs(spec) for spec in eval_specs}  # bad SPECs fail before training
     resolve_graphs(args.graphs)
+    seeds = parse_seeds(args.seeds) if args.seeds else [args.seed]
+    select_graphs = resolve_graphs(args.select_on) if args.seeds else []
+    environment = dict(ENVIRONMENT)
+    if args.reward_baseline is not None:
+        environment["reward_baseline"] = args.reward_baseline
     warm_start = args.warm_start == "xla-order" and args.algo != "dqn"
-    run = train(
-        args.algo, args.graphs, args.steps, args.seed, args.workers, args.logdir, True, args.ray, warm_start
-    )
+    runs = [
+        train(
+            args.algo,
+            args.graphs,
+            args.steps,
+            seed,
+            args.workers,
+            args.logdir,
+            True,
+            args.ray,
+            warm_start,
+            environment,
+        )  # fmt: skip
+        for seed in seeds
+    ]
     pool = CompilerPool(size=max(1, args.workers))
     driver = PassDriver(pool=pool)
     worse: list[str] = []
     try:
+        selection = None
+        run = runs[0]
+        if args.seeds:
+            scores = [_seed_scores(run, args, driver, select_graphs) for run in runs]
+            best = max(range(len(runs)), key=lambda index: scores[index].geomean())
+            run, selection = runs[best], statistics(scores)
+            print(f"retrain: on {args.select_on}, {describe(selection)}; seed {run.seed} ships")
         metadata = run.metadata(args.name, driver)
-        tensors = run.model.policy.state_dict()
-        policy = Policy(Artifact(Path("(in memory)"), metadata, tensors))
+        if selection is not None:
+            metadata["selected_on"] = args.select_on
+            metadata["seeds"] = [
+                {"seed": score.seed, "geomean_vs_default": score.geomean(),
+                 "warm_start_geomean_vs_default": score.geomean("warm_start"), "curve": score.curve}
+                for score in scores
+            ]  # fmt: skip
+            metadata["seed_statistics"] = selection
+        policy = _policy(metadata, run.model.policy.state_dict())
         for spec, graphs in eval_graphs.items():
             rows = evaluate_graphs(
                 driver, graphs, "policy", {"policy": policy}, True, EVAL_REPEATS, args.workers,
@@ -98,15 +144,54 @@ def run_retrain(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    scores = ", ".join(
+    scores_text = ", ".join(
         f"{spec} {part['geomean_vs_default']:.4f}"
         for spec, part in metadata["eval"].items()
         if part.get("geomean_vs_default") is not None
     )
+    made = f"{run.algorithm}: {run.steps} steps" if run.steps > 0 else "warm start only (no PPO update)"
     change = (
-        f"{run.algorithm} on {args.graphs}: {run.steps} steps, {run.episodes} episodes, "
-        f"{run.seconds / 60:.0f} min, seed {run.seed}. Geomean vs_default: {scores or 'not evaluated'}."
+        f"{made} on {args.graphs}, {run.episodes} episodes, {run.seconds / 60:.0f} min, seed {run.seed}"
+        + (f" (best of seeds {args.seeds} on {args.select_on}: {describe(selection)})" if selection else "")
+        + f". Geomean vs_default: {scores_text or 'not evaluated'}."
     )
-    path = save(args.name, tensors, metadata, change)
+    files = {}
+    if selection is not None:
+        title = f"{args.name}: {run.algorithm} on {args.graphs}, seeds {args.seeds}"
+        files["training_curves.png"] = curves_figure(scores, title)
+    path = save(args.name, run.model.policy.state_dict(), metadata, change, files=files)
     print(f"wrote {path} ({change})")
     return 0
+
+
+def _policy(metadata: dict[str, Any], tensors: dict[str, Any]) -> Any:
+    """A policy held in memory, as it will be stored."""
+    from xlabench.policies.artifact import Artifact
+    from xlabench.policies.policy import Policy
+
+    return Policy(Artifact(Path("(in memory)"), metadata, tensors))
+
+
+def _seed_scores(run: Any, args: argparse.Namespace, driver: Any, graphs: list[Any]) -> Any:
+    """One seed's policy and warm start rolled out on the selection graphs (op counts)."""
+    from xlabench.agents.seeds import SeedScores
+    from xlabench.errors import UserInputError
+    from xlabench.eval.evaluate import evaluate_graphs
+
+    metadata = run.metadata(args.name, driver)
+    judged = {}
+    for which, tensors in (("policy", run.model.policy.state_dict()), ("warm start", run.warm_start_tensors)):
+        if tensors is None:
+            judged[which] = None
+            continue
+        rows = evaluate_graphs(
+            driver, graphs, "policy", {"policy": _policy(metadata, tensors)}, False, 0, args.workers,
+            f"seed {run.seed}: {which} on {args.select_on}", args.ray,
+        )  # fmt: skip
+        failed = [row["name"] for row in rows if row.get("vs_default") is None]
+        if failed:
+            raise UserInputError(
+                f"seed {run.seed}: the {which} could not be rolled out on {', '.join(failed)}"
+            )
+        judged[which] = [row["vs_default"] for row in sorted(rows, key=lambda row: row["name"])]
+    return SeedScores(run.seed, judged["policy"], judged["warm start"], list(run.curve))

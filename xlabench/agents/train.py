@@ -46,6 +46,9 @@ ENVIRONMENT: dict[str, Any] = {
     # reached). Off: in five warm-start trials it saved at most a call a graph and cost unseen graphs
     # (README, "What the warm-start trials say").
     "mask_inapplicable": False,
+    # What the return is measured against: the raw module's count ("unoptimized", (R0 - R) / R0) or
+    # XLA's default count ("default", (D - R) / D): `xlabench retrain --reward-baseline`.
+    "reward_baseline": "unoptimized",
 }
 
 # One torch thread: the networks are small MLPs and the cores belong to the compiler workers. On 2
@@ -128,6 +131,8 @@ class TrainingRun:
     graphs: str
     environments: int
     warm_start: dict[str, Any] | None = None  # behaviour cloning's figures, when it ran
+    # The network's weights after the warm start, before any PPO update (None without a warm start).
+    warm_start_tensors: dict[str, Any] | None = None
     # Training curve: (environment steps, mean episode return) at up to CURVE_POINTS points.
     curve: list[tuple[int, float]] = field(default_factory=list)
 
@@ -168,9 +173,16 @@ class TrainingRun:
 
 
 def make_environment(
-    graphs: str, algorithm: str, seed: int, rank: int, own_process: bool = False
+    graphs: str,
+    algorithm: str,
+    seed: int,
+    rank: int,
+    own_process: bool = False,
+    environment: dict[str, Any] | None = None,
 ) -> Callable[[], gymnasium.Env]:
-    """A factory for one training environment (`own_process`: it runs in a process of its own)."""
+    """A factory for one training environment (`own_process`: it runs in a process of its own) with
+    `environment`'s settings (default `ENVIRONMENT`)."""
+    settings = dict(ENVIRONMENT if environment is None else environment)
 
     def build() -> gymnasium.Env:
         from stable_baselines3.common.monitor import Monitor
@@ -186,7 +198,7 @@ def make_environment(
         from xlabench.xla.pool import CompilerPool
 
         env: gymnasium.Env = PassOrderingEnv(
-            graphs=graphs, driver=PassDriver(pool=CompilerPool(size=1)), **ENVIRONMENT
+            graphs=graphs, driver=PassDriver(pool=CompilerPool(size=1)), **settings
         )
         if algorithm == "ppo-shaping":
             env = CostShaping(env, GAMMA, HYPERPARAMETERS[algorithm]["shaping_coefficient"])
@@ -290,12 +302,15 @@ def train(
     progress: bool = True,
     ray_address: str | None = None,
     warm_start: bool = False,
+    environment: dict[str, Any] | None = None,
 ) -> TrainingRun:
     """Train `algorithm` on the graphs of a SPEC for `steps` environment steps.
 
-    The environments run in local processes, or as Ray actors on the cluster at `ray_address`.
-    With `warm_start`, the policy first imitates XLA's own order on the same graphs.
+    The environments run in local processes, or as Ray actors on the cluster at `ray_address`, with
+    `environment`'s settings (default `ENVIRONMENT`). With `warm_start`, the policy first imitates
+    XLA's own order on the same graphs.
     """
+    environment = dict(ENVIRONMENT if environment is None else environment)
     if warm_start and algorithm == "dqn":
         raise ValueError("a warm start needs an actor-critic algorithm, not dqn")
     import torch
@@ -305,7 +320,10 @@ def train(
 
     torch.set_num_threads(TORCH_THREADS)
     own_process = environments > 1 and ray_address is None
-    factories = [make_environment(graphs, algorithm, seed, rank, own_process) for rank in range(environments)]
+    factories = [
+        make_environment(graphs, algorithm, seed, rank, own_process, environment)
+        for rank in range(environments)
+    ]
     if ray_address is not None:
         from xlabench.agents.ray_vec_env import RayVecEnv
         from xlabench.cluster import connect
@@ -316,7 +334,8 @@ def train(
     started = time.perf_counter()
     try:
         model = build_model(algorithm, vector, seed, logdir)
-        cloned = _warm_start(model, graphs, seed, environments) if warm_start else None
+        cloned = _warm_start(model, graphs, seed, environments, environment) if warm_start else None
+        clone = {key: value.detach().clone() for key, value in model.policy.state_dict().items()}
         if steps > 0:  # 0: the warm start alone
             callback = progress_callback(steps) if progress else None
             try:
@@ -343,8 +362,8 @@ def train(
             "activation": ACTIVATION,
             **HYPERPARAMETERS[algorithm],
         },
-        environment=dict(ENVIRONMENT),
-        actions=default_driver().catalogue.action_passes(ENVIRONMENT["action_set"]),
+        environment=environment,
+        actions=default_driver().catalogue.action_passes(environment["action_set"]),
         steps=int(model.num_timesteps),
         episodes=episodes,
         seconds=time.perf_counter() - started,
@@ -352,6 +371,7 @@ def train(
         graphs=graphs,
         environments=environments,
         warm_start=cloned,
+        warm_start_tensors=clone if cloned is not None else None,
         curve=learning_curve(returns, lengths),
     )
 
@@ -376,7 +396,9 @@ def learning_curve(returns: list[list[float]], lengths: list[list[int]]) -> list
     return [(ends[b[-1]][0], float(np.mean([ends[i][1] for i in b]))) for b in bins]
 
 
-def _warm_start(model: Any, graphs: str, seed: int, workers: int) -> dict[str, Any]:
+def _warm_start(
+    model: Any, graphs: str, seed: int, workers: int, environment: dict[str, Any]
+) -> dict[str, Any]:
     """Behaviour cloning of XLA's effective order, then DAgger (`xlabench.agents.imitation`)."""
     from xlabench.agents.imitation import aggregate, behaviour_cloning, demonstrations
     from xlabench.xla import PassDriver
@@ -389,7 +411,7 @@ def _warm_start(model: Any, graphs: str, seed: int, workers: int) -> dict[str, A
         driver = PassDriver(pool=pool)
         data = demonstrations(
             graphs,
-            ENVIRONMENT,
+            environment,
             driver,
             workers,
             WARM_START["per_family"],
@@ -403,7 +425,7 @@ def _warm_start(model: Any, graphs: str, seed: int, workers: int) -> dict[str, A
         rounds = []
         for round_ in range(WARM_START["dagger_rounds"]):
             data, visited = aggregate(
-                model.policy, data, graphs, ENVIRONMENT, driver, workers, WARM_START["per_family"], GAMMA
+                model.policy, data, graphs, environment, driver, workers, WARM_START["per_family"], GAMMA
             )
             figures = behaviour_cloning(model.policy, data, seed=seed + round_ + 1, **cloning)
             rounds.append({**visited, "accuracy": figures["accuracy"]})

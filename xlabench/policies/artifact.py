@@ -144,8 +144,10 @@ def save(
     metadata: dict[str, Any],
     change: str,
     root: Path | None = None,
+    files: dict[str, bytes] | None = None,
 ) -> Path:
-    """Write a new version of policy `name`; return its directory. `change` goes into the changelog."""
+    """Write a new version of policy `name`; return its directory. `change` goes into the changelog;
+    `files` (name -> bytes, e.g. training_curves.png) are written beside the weights."""
     from safetensors.torch import save_file
 
     check_name(name)
@@ -165,7 +167,11 @@ def save(
             "weights_sha256": file_sha256(weights),
         }
         write_atomically(str(staging / METADATA_FILE), (json.dumps(complete, indent=1) + "\n").encode())
-        for file in (weights, staging / METADATA_FILE):
+        for file_name, data in (files or {}).items():
+            if file_name in (WEIGHTS_FILE, METADATA_FILE) or "/" in file_name:
+                raise ValueError(f"{file_name}: not a file a version may carry beside its weights")
+            write_atomically(str(staging / file_name), data)
+        for file in staging.iterdir():
             file.chmod(0o644)
         staging.chmod(0o755)  # mkdtemp's 0700 would hide a shipped policy from other users
         final = base / name / version

@@ -1,0 +1,172 @@
+"""Several seeds of one training configuration: each judged on a selection split, with statistics over
+seeds and graphs from rliable (Agarwal et al. 2021), and the best seed chosen to ship.
+
+One seed is one sample. For each seed both the policy after PPO and its warm start (the clone before
+any PPO update) roll out on every selection graph; the score of a (seed, graph) pair is `vs_default`.
+rliable's stratified bootstrap (over seeds within each graph, and over graphs) gives 95% confidence
+intervals of the geomean, mean and IQM of each, and of the probability that PPO improves on its warm
+start on a graph. The learning curves of the seeds go into one figure, mean and 95% interval.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from xlabench.errors import UserInputError
+
+BOOTSTRAP_REPETITIONS = 2000
+BOOTSTRAP_SEED = 0  # the intervals are reproducible: the same scores give the same bounds
+CURVE_GRID = 50
+
+
+def parse_seeds(text: str) -> list[int]:
+    """Seeds from "0-4" or "0,2,5" (or both: "0-2,7"); one clear error for anything else."""
+    seeds: list[int] = []
+    for part in text.split(","):
+        match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
+        if match is None:
+            raise UserInputError(f"--seeds {text!r}: expected seeds such as 0-4 or 0,2,5")
+        first, last = int(match.group(1)), int(match.group(2) or match.group(1))
+        if last < first:
+            raise UserInputError(f"--seeds {text!r}: {first}-{last} is an empty range")
+        seeds += [seed for seed in range(first, last + 1) if seed not in seeds]
+    return seeds
+
+
+@dataclass
+class SeedScores:
+    """One seed on the selection graphs: `vs_default` per graph of its policy and of its warm start."""
+
+    seed: int
+    policy: list[float]
+    warm_start: list[float] | None
+    curve: list[tuple[int, float]] = field(default_factory=list)
+
+    def geomean(self, which: str = "policy") -> float:
+        """Geomean `vs_default` of the policy (or the warm start) over the selection graphs."""
+        values = self.policy if which == "policy" else self.warm_start
+        return float(np.exp(np.mean(np.log(values)))) if values else float("nan")
+
+
+@contextlib.contextmanager
+def _seeded() -> Iterator[None]:
+    """numpy's global generator seeded, then restored: rliable's stratified bootstrap draws its indices
+    from it (`StratifiedBootstrap.update_indices`), whatever `random_state` says."""
+    state = np.random.get_state()
+    np.random.seed(BOOTSTRAP_SEED)
+    try:
+        yield
+    finally:
+        np.random.set_state(state)
+
+
+def _interval_estimates(
+    scores: dict[str, Any], function: Any, repetitions: int = BOOTSTRAP_REPETITIONS
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """rliable's point estimates and 95% intervals, reproducibly."""
+    from rliable import library
+
+    with _seeded():
+        return library.get_interval_estimates(scores, function, task_bootstrap=True, reps=repetitions)
+
+
+def _aggregates(scores: np.ndarray) -> np.ndarray:
+    """Geomean, mean and IQM of a (seeds x graphs) matrix of `vs_default`."""
+    from rliable import metrics
+
+    return np.array(
+        [np.exp(np.mean(np.log(scores))), metrics.aggregate_mean(scores), metrics.aggregate_iqm(scores)]
+    )
+
+
+def statistics(seeds: list[SeedScores], repetitions: int = BOOTSTRAP_REPETITIONS) -> dict[str, Any]:
+    """Point estimates and 95% stratified-bootstrap intervals over seeds and graphs (rliable)."""
+    from rliable import metrics
+
+    matrices = {"policy": np.array([seed.policy for seed in seeds])}
+    if all(seed.warm_start is not None for seed in seeds):
+        matrices["warm_start"] = np.array([seed.warm_start for seed in seeds])
+    points, intervals = _interval_estimates(matrices, _aggregates, repetitions)
+    result: dict[str, Any] = {
+        "seeds": [seed.seed for seed in seeds],
+        "graphs": int(matrices["policy"].shape[1]),
+        "confidence": 0.95,
+        "bootstrap": f"rliable, stratified over seeds and graphs, {repetitions} repetitions",
+    }
+    for name, point in points.items():
+        interval = intervals[name]
+        result[name] = {
+            aggregate: {
+                "estimate": float(point[i]),
+                "low": float(interval[0][i]),
+                "high": float(interval[1][i]),
+            }
+            for i, aggregate in enumerate(("geomean", "mean", "iqm"))
+        }
+    if "warm_start" in matrices:
+        pair = {"policy vs warm start": (matrices["policy"], matrices["warm_start"])}
+        point, interval = _interval_estimates(pair, metrics.probability_of_improvement, repetitions)
+        key = "policy vs warm start"
+        result["probability_of_improvement"] = {
+            "estimate": float(point[key]), "low": float(interval[key][0][0]),
+            "high": float(interval[key][1][0]),
+        }  # fmt: skip
+        low_policy, high_warm = result["policy"]["geomean"]["low"], result["warm_start"]["geomean"]["high"]
+        result["policy_beats_warm_start"] = bool(low_policy > high_warm)  # intervals apart
+    return result
+
+
+def curves_figure(seeds: list[SeedScores], title: str) -> bytes:
+    """PNG: each seed's learning curve brought to one grid of steps, their mean and 95% interval."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    curves = [seed.curve for seed in seeds if len(seed.curve) >= 2]
+    figure, axes = plt.subplots(figsize=(7, 4))
+    if curves:
+        end = min(curve[-1][0] for curve in curves)
+        grid = np.linspace(max(curve[0][0] for curve in curves), end, CURVE_GRID)
+        values = np.array([np.interp(grid, *zip(*curve, strict=True)) for curve in curves])
+        if len(curves) > 1:
+            points, intervals = _interval_estimates(
+                {"curve": values[:, None, :]}, lambda scores: scores.mean(axis=(0, 1))
+            )
+            axes.fill_between(
+                grid, intervals["curve"][0], intervals["curve"][1], alpha=0.25, label="95% interval"
+            )
+            axes.plot(grid, points["curve"], label=f"mean of {len(curves)} seeds")
+        else:
+            axes.plot(grid, values[0], label=f"seed {seeds[0].seed}")
+    axes.set_xlabel("environment steps")
+    axes.set_ylabel("mean episode return")
+    axes.set_title(title)
+    axes.legend()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
+    plt.close(figure)
+    return buffer.getvalue()
+
+
+def describe(result: dict[str, Any]) -> str:
+    """One line: the policy's and the warm start's geomean with intervals, and P(improvement)."""
+
+    def interval(part: dict[str, float]) -> str:
+        return f"{part['estimate']:.4f} [{part['low']:.4f}, {part['high']:.4f}]"
+
+    size = f"{len(result['seeds'])} seeds x {result['graphs']} graphs"
+    line = f"{size}: geomean vs_default, policy {interval(result['policy']['geomean'])}"
+    if "warm_start" in result:
+        line += (
+            f", warm start {interval(result['warm_start']['geomean'])}, "
+            f"P(policy > warm start) {interval(result['probability_of_improvement'])}"
+        )
+    return line
