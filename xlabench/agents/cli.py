@@ -68,12 +68,12 @@ def run_retrain(args: argparse.Namespace) -> int:
     (op counts, and outputs executed and judged against XLA's default: `judge_outputs`), then save
     atomically -- unless some graph's outputs are numerically worse than the default's: then nothing is
     written."""
-    from xlabench.agents.seeds import curves_figure, describe, parse_seeds, statistics
+    from xlabench.agents.seeds import curves_figure, parse_seeds, statistics
     from xlabench.agents.train import ENVIRONMENT, train
     from xlabench.errors import UserInputError
     from xlabench.eval.evaluate import RESULT_FIELDS, evaluate_graphs, summarize
     from xlabench.graphs import resolve_graphs
-    from xlabench.policies.artifact import check_name, save
+    from xlabench.policies.artifact import check_name, save, seed_statistics_line
     from xlabench.xla import PassDriver
     from xlabench.xla.pool import CompilerPool
 
@@ -114,7 +114,7 @@ def run_retrain(args: argparse.Namespace) -> int:
             scores = [_seed_scores(run, args, driver, select_graphs) for run in runs]
             best = max(range(len(runs)), key=lambda index: scores[index].geomean())
             run, selection = runs[best], statistics(scores)
-            print(f"retrain: on {args.select_on}, {describe(selection)}; seed {run.seed} ships")
+            print(f"retrain: on {args.select_on}, {seed_statistics_line(selection)}; seed {run.seed} ships")
         metadata = run.metadata(args.name, driver)
         if selection is not None:
             metadata["selected_on"] = args.select_on
@@ -150,9 +150,12 @@ def run_retrain(args: argparse.Namespace) -> int:
         if part.get("geomean_vs_default") is not None
     )
     made = f"{run.algorithm}: {run.steps} steps" if run.steps > 0 else "warm start only (no PPO update)"
+    chosen = ""
+    if selection is not None:
+        chosen = f" (best of seeds {args.seeds} on {args.select_on}: {seed_statistics_line(selection)})"
     change = (
         f"{made} on {args.graphs}, {run.episodes} episodes, {run.seconds / 60:.0f} min, seed {run.seed}"
-        + (f" (best of seeds {args.seeds} on {args.select_on}: {describe(selection)})" if selection else "")
+        + chosen
         + f". Geomean vs_default: {scores_text or 'not evaluated'}."
     )
     files = {}

@@ -154,19 +154,3 @@ def curves_figure(seeds: list[SeedScores], title: str) -> bytes:
     figure.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
     plt.close(figure)
     return buffer.getvalue()
-
-
-def describe(result: dict[str, Any]) -> str:
-    """One line: the policy's and the warm start's geomean with intervals, and P(improvement)."""
-
-    def interval(part: dict[str, float]) -> str:
-        return f"{part['estimate']:.4f} [{part['low']:.4f}, {part['high']:.4f}]"
-
-    size = f"{len(result['seeds'])} seeds x {result['graphs']} graphs"
-    line = f"{size}: geomean vs_default, policy {interval(result['policy']['geomean'])}"
-    if "warm_start" in result:
-        line += (
-            f", warm start {interval(result['warm_start']['geomean'])}, "
-            f"P(policy > warm start) {interval(result['probability_of_improvement'])}"
-        )
-    return line

@@ -252,6 +252,30 @@ def graph_scope(metadata: dict[str, Any]) -> str:
     return ",".join(families)
 
 
+def seed_statistics_line(result: dict[str, Any]) -> str:
+    """One line of `retrain --seeds` statistics: the policy's and its warm start's geomean vs_default with
+    95% intervals, and the probability that the policy improves on its warm start."""
+
+    def interval(part: dict[str, float]) -> str:
+        return f"{part['estimate']:.4f} [{part['low']:.4f}, {part['high']:.4f}]"
+
+    size = f"{len(result['seeds'])} seeds x {result['graphs']} graphs"
+    line = f"{size}: geomean vs_default, policy {interval(result['policy']['geomean'])}"
+    if "warm_start" in result:
+        line += (
+            f", warm start {interval(result['warm_start']['geomean'])}, "
+            f"P(policy > warm start) {interval(result['probability_of_improvement'])}"
+        )
+    return line
+
+
+def how_made(metadata: dict[str, Any]) -> str:
+    """The algorithm, or "warm start only" for a version no reinforcement-learning update touched."""
+    if metadata.get("warm_start") and not metadata.get("training", {}).get("steps"):
+        return f"warm start only (no {metadata.get('algorithm')} update)"
+    return str(metadata.get("algorithm"))
+
+
 def summary_line(metadata: dict[str, Any]) -> str:
     """One line about a version: algorithm, training, and its eval geomeans."""
     training = metadata.get("training", {})
@@ -261,7 +285,7 @@ def summary_line(metadata: dict[str, Any]) -> str:
         if values.get("geomean_vs_default") is not None
     )
     return (
-        f"{metadata['name']}@{metadata['version']}: {metadata.get('algorithm')} on "
+        f"{metadata['name']}@{metadata['version']}: {how_made(metadata)} on "
         f"{training.get('graphs')}, {training.get('steps')} steps, "
         f"{training.get('seconds', 0) / 60:.0f} min; vs_default {scores or '-'}"
     )

@@ -18,7 +18,14 @@ from typing import Any
 import numpy as np
 
 from xlabench.graphs import Graph
-from xlabench.policies.artifact import Artifact, PolicyError, load, observation_spec
+from xlabench.policies.artifact import (
+    Artifact,
+    PolicyError,
+    how_made,
+    load,
+    observation_spec,
+    seed_statistics_line,
+)
 from xlabench.search import SearchResult
 from xlabench.xla import PassDriver
 
@@ -174,7 +181,7 @@ def describe(metadata: dict[str, Any]) -> str:
     catalogue = str(metadata.get("catalogue_sha256"))[:12]
     lines = [
         f"{metadata['name']}@{metadata['version']}  created {metadata.get('created')}",
-        f"  algorithm   {metadata.get('algorithm')}  seed {metadata.get('seed')}",
+        f"  algorithm   {how_made(metadata)}  seed {metadata.get('seed')}",
         f"  trained on  {training.get('graphs')}: {training.get('steps')} steps, "
         f"{training.get('episodes')} episodes, {training.get('seconds', 0) / 60:.1f} min",
         f"  compiler    jaxlib {metadata.get('jaxlib_version')}, catalogue {catalogue}",
@@ -182,6 +189,9 @@ def describe(metadata: dict[str, Any]) -> str:
         f"max {environment.get('max_steps')} steps",
         f"  weights     sha256 {str(metadata.get('weights_sha256'))[:16]}...",
     ]
+    if metadata.get("seed_statistics"):
+        seeds = seed_statistics_line(metadata["seed_statistics"])
+        lines.append(f"  selected on {metadata.get('selected_on')}: {seeds}")
     for split, summary in metadata.get("eval", {}).items():
         worst = summary.get("worst") or {}
         lines.append(
