@@ -164,18 +164,6 @@ TARGET_OPCODES: dict[str, tuple[str, ...]] = {
 }
 
 
-# Passes that set the element types later passes compute in (bf16 arithmetic widened to f32, ...).
-# XLA's pipeline runs them before its simplifications; a simplification moved ahead of one works on
-# the narrow type, and its result can differ: algsimp before float-normalization-bf16 left one of
-# gpt2-l8-d256 bf16's outputs 8.58e3 from XLA's default (README, "Where greedy's one op").
-PRECISION_PASS_PREFIX = "float-normalization-"
-
-
-def sets_precision(pass_name: str) -> bool:
-    """Whether `pass_name` (a name or variant) sets the element types the passes after it compute in."""
-    return base_pass(pass_name).startswith(PRECISION_PASS_PREFIX)
-
-
 def inapplicable(pass_name: str, histogram: dict[str, int]) -> bool:
     """Whether a pass (or its fixed-point variant) has nothing to rewrite: none of its opcodes is there."""
     targets = TARGET_OPCODES.get(base_pass(pass_name))
