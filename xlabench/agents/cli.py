@@ -120,7 +120,8 @@ def run_retrain(args: argparse.Namespace) -> int:
             metadata["selected_on"] = args.select_on
             metadata["seeds"] = [
                 {"seed": score.seed, "geomean_vs_default": score.geomean(),
-                 "warm_start_geomean_vs_default": score.geomean("warm_start"), "curve": score.curve}
+                 "warm_start_geomean_vs_default": score.geomean("warm_start") if score.warm_start else None,
+                 "curve": score.curve}
                 for score in scores
             ]  # fmt: skip
             metadata["seed_statistics"] = selection

@@ -130,7 +130,8 @@ def curves_figure(seeds: list[SeedScores], title: str) -> bytes:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    curves = [seed.curve for seed in seeds if len(seed.curve) >= 2]
+    drawn = [seed for seed in seeds if len(seed.curve) >= 2]
+    curves = [seed.curve for seed in drawn]
     figure, axes = plt.subplots(figsize=(7, 4))
     if curves:
         end = min(curve[-1][0] for curve in curves)
@@ -145,7 +146,7 @@ def curves_figure(seeds: list[SeedScores], title: str) -> bytes:
             )
             axes.plot(grid, points["curve"], label=f"mean of {len(curves)} seeds")
         else:
-            axes.plot(grid, values[0], label=f"seed {seeds[0].seed}")
+            axes.plot(grid, values[0], label=f"seed {drawn[0].seed}")
     axes.set_xlabel("environment steps")
     axes.set_ylabel("mean episode return")
     axes.set_title(title)

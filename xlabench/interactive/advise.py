@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from typing import Any
@@ -62,21 +63,41 @@ def run_advise(args: argparse.Namespace) -> int:
     except OSError as error:
         raise UserInputError(f"{command[0]}: cannot start: {error.strerror}") from None
     alive = lambda: process.poll() is None  # noqa: E731
+    descriptors: list[int] = []
+    problem: Exception | None = None
     try:
-        advice_out = open_fifo(inbound_path, "w", args.timeout, alive)
-        observations = Reader(
-            open_fifo(outbound_path, "r", args.timeout), str(outbound_path), args.timeout, alive
-        )
-        _serve(policy, observations, advice_out, str(inbound_path))
-    except (ChannelClosed, _Refused) as problem:
-        if process.poll() is None:
-            process.terminate()
-        code = process.wait()
-        if isinstance(problem, _Refused) or code == 0:
+        descriptors.append(open_fifo(inbound_path, "w", args.timeout, alive))
+        descriptors.append(open_fifo(outbound_path, "r", args.timeout))
+        observations = Reader(descriptors[1], str(outbound_path), args.timeout, alive)
+        _serve(policy, observations, descriptors[0], str(inbound_path))
+    except (ChannelClosed, _Refused) as error:
+        problem = error
+    except BaseException:
+        _stop(process)  # whatever went wrong here, no compiler is left waiting for advice
+        raise
+    finally:
+        for descriptor in descriptors:
+            os.close(descriptor)  # the compiler reads the end of its advice, and can finish
+    if problem is not None:
+        killed = _stop(process)
+        if killed or isinstance(problem, _Refused) or process.returncode == 0:
             print(f"xlabench: error: advise: {problem}", file=sys.stderr)
             return 2
-        return code  # the compiler failed: its own message says why, its exit code says so
-    return process.wait()
+    code = process.wait()  # the compiler may go on compiling after its last decision: its own time
+    return code if code >= 0 else 128 - code  # a compiler killed by a signal: the shell's convention
+
+
+def _stop(process: subprocess.Popen[bytes], grace: float = 10.0) -> bool:
+    """Terminate the compiler if it still runs (killed if it lingers past `grace` s); whether it ran."""
+    if process.poll() is not None:
+        return False
+    process.terminate()
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    return True
 
 
 class _Refused(Exception):
@@ -100,7 +121,9 @@ def _serve(policy: Any, observations: Reader, advice_out: int, advice_name: str)
         try:
             record = json.loads(line)
         except ValueError:
-            raise _Refused(f"{observations.name}: expected a JSON line, got {line[:60]!r}") from None
+            record = None
+        if not isinstance(record, dict):
+            raise _Refused(f"{observations.name}: expected a JSON object line, got {line[:60]!r}")
         if "observation" in record:
             values = {spec.name: spec.decode(observations.exactly(spec.byte_size)) for spec in features}
             if observations.exactly(1) != b"\n":
@@ -131,5 +154,5 @@ def _check(policy: Any, features: list[TensorSpec], advice: TensorSpec, actions:
         raise _Refused(f"{policy.label} cannot take these features: {shown} (it takes {expected})")
     if advice.type != "int64_t" or advice.shape not in ((1,), ()):
         raise _Refused(f"{policy.label} advises one int64_t, not {advice.type}{list(advice.shape)}")
-    if actions is not None and list(actions) != list(policy.actions):
+    if actions is not None and (not isinstance(actions, list) or actions != list(policy.actions)):
         raise _Refused(f"{policy.label} was made with other actions than the compiler offers")

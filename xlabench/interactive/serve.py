@@ -115,8 +115,12 @@ def run_interactive(args: argparse.Namespace) -> int:
     base = args.channel_base
     try:
         inbound = open_fifo(f"{base}.in", "r", args.timeout)
+    except OSError as error:
+        raise UserInputError(f"{base}.in: {error.strerror}") from None
+    try:
         outbound = open_fifo(f"{base}.out", "w", args.timeout)
     except (ChannelClosed, OSError) as error:
+        os.close(inbound)
         raise UserInputError(f"{base}: {error}") from None
     advice_reader = Reader(inbound, f"{base}.in", args.timeout)
     try:
@@ -180,11 +184,8 @@ def _episode(
             write_all(outbound, json_line({"outcome": decision}) + SCORE.encode([reward]) + b"\n", name)
         decision += 1
         done = terminated or truncated
-    op_count = (
-        info["op_count"]
-        if info["op_count"] is not None
-        else env.driver.fair_op_count(env.module, env.sequence)
-    )
+    # Counted as `rollout` counts (the episode's own count may have failed: R0 would then stand there).
+    op_count = env.driver.fair_op_count(env.module, env.sequence)
     return EpisodeResult(
         name=info["graph"],
         sequence=env.sequence,

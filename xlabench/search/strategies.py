@@ -215,14 +215,19 @@ def replay_search(driver: PassDriver, module: HloModule) -> SearchResult:
 
 
 def _play(
-    driver: PassDriver, module: HloModule, sequence: list[str], budget: _Budget
+    driver: PassDriver,
+    module: HloModule,
+    sequence: list[str],
+    budget: _Budget,
+    before: tuple[str, ...] = (),
 ) -> tuple[HloModule, list[str], bool]:
-    """Apply `sequence` to `module`, leaving out what changes nothing (unless another pass requires it);
-    the module, the passes kept, and whether every pass was applied (False: a pass failed, or the budget
-    ran out, keeping one call to count the result)."""
+    """Apply `sequence` to `module` (the module after the passes `before`), leaving out what changes
+    nothing (unless another pass requires it); the module, the passes kept, and whether every pass was
+    applied (False: a pass failed, or the budget ran out, keeping one call to count the result). A
+    fixed-point action's further runs are charged once they ran: its loop can end past the budget."""
     catalogue, kept = driver.catalogue, []
     for name in sequence:
-        if catalogue.unmet_requirement(name, kept) is not None:
+        if catalogue.unmet_requirement(name, [*before, *kept]) is not None:
             continue
         if budget.left() < 2:
             return module, kept, False
@@ -288,14 +293,18 @@ def local_search(
     count one, each output check one (the sequence's executable; the default's is compiled once).
     """
     started, calls = time.perf_counter(), _Budget(budget, cancel)
-    if start is not None and start.module is not None:
-        best = _State(start.module, tuple(start.sequence), start.op_count)
+    if start is not None:
+        # Played again (cached transitions, still charged) without what changed nothing there: a rollout
+        # keeps such steps, and an edit is only comparable on a sequence whose every pass counts.
+        order = list(start.applied or start.sequence)
     else:
         calls.spend(1)
         order = xla_order(driver, module, actions)
-        played, kept, _ = _play(driver, module, order, calls)
-        calls.spend(1)
-        best = _State(played, tuple(kept), driver.fair_op_count(played, kept))
+    played, kept, _ = _play(driver, module, order, calls)
+    calls.record(1)  # the count, charged even where a fixed-point loop used the last call
+    best = _State(played, tuple(kept), driver.fair_op_count(played, kept))
+    if start is not None and start.module is not None and start.op_count < best.op_count:
+        best = _State(start.module, tuple(start.applied or start.sequence), start.op_count)
     tried = {best.sequence}
     improved = True
     while improved and calls.left() >= 2:
@@ -309,8 +318,8 @@ def local_search(
             if sequence in tried:
                 continue
             tried.add(sequence)
-            suffix = list(sequence[position:])
-            after, kept_suffix, complete = _play(driver, prefixes[position], suffix, calls)
+            suffix, before = list(sequence[position:]), sequence[:position]
+            after, kept_suffix, complete = _play(driver, prefixes[position], suffix, calls, before)
             if not complete or kept_suffix != suffix or not calls.spend(1):
                 continue  # a pass failed or changed nothing there: another sequence than this edit's
             count = driver.fair_op_count(after, list(sequence))
