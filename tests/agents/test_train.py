@@ -69,3 +69,23 @@ def test_a_seeded_warm_start_repeats_with_rollouts_in_two_threads():
     weights, repeated = (run.model.policy.state_dict() for run in runs)
     assert all(torch.equal(weights[key], repeated[key]) for key in weights)
     assert runs[0].warm_start["dagger"] == runs[1].warm_start["dagger"]
+
+
+def test_the_kl_anchor_holds_ppo_near_its_warm_start(small_graph):
+    # A large entropy bonus and learning rate pull the policy away from its clone; the anchor
+    # (`clone_kl_coef`) pulls it back: after the same updates it is closer to the clone than without.
+    pull = {"ent_coef": 0.5, "learning_rate": 3e-3}
+    runs = [
+        train("ppo", graphs=small_graph, steps=256, seed=0, environments=1, progress=False, warm_start=True,
+              overrides={**pull, "clone_kl_coef": coefficient})  # fmt: skip
+        for coefficient in (0.0, 5.0)
+    ]
+    env = PassOrderingEnv(graphs=small_graph, **ENVIRONMENT)
+    observation, _ = env.reset(seed=0)
+    divergences = []
+    for run in runs:
+        assert run.hyperparameters["clone_kl_coef"] in (0.0, 5.0) and run.steps >= 256
+        model = run.model
+        tensors = model.policy.obs_to_tensor(observation)[0]
+        divergences.append(float(model.anchor_divergence(tensors, env.action_masks()[None])))
+    assert divergences[1] < divergences[0] / 2

@@ -15,10 +15,11 @@ from xlabench.xla import default_driver
 @pytest.mark.slow
 def test_retrain_writes_a_version_that_eval_and_policies_use(policies_root, tmp_path, capsys):
     arguments = ["retrain", "--name", "tiny", "--graphs", SMALL_GRAPH, "--steps", "128", "--workers", "1",
-                 "--eval-graphs", SMALL_GRAPH, "--logdir", str(tmp_path / "tb")]  # fmt: skip
+                 "--eval-graphs", SMALL_GRAPH, "--logdir", str(tmp_path / "tb"), "--set", "ent_coef=0.02"]  # fmt: skip
     assert main(arguments) == 0
     metadata = json.loads((policies_root / "tiny" / "v1.0" / "metadata.json").read_text())
     assert metadata["training"]["steps"] == 128 and metadata["algorithm"] == "ppo"
+    assert metadata["hyperparameters"]["ent_coef"] == 0.02  # --set, as trained
     assert metadata["eval"][SMALL_GRAPH]["geomean_vs_default"] > 0
     # Evaluated by executing: the rollout's outputs were judged against XLA's default executable's.
     assert metadata["eval"][SMALL_GRAPH]["per_graph"][0]["runtime_ratio"] is not None
@@ -46,6 +47,9 @@ def test_retrain_writes_a_version_that_eval_and_policies_use(policies_root, tmp_
     assert main(["policies", "list"]) == 0 and "tiny@v1.0: ppo" in capsys.readouterr().out
     assert main(["policies", "show", "tiny"]) == 0 and "weights     sha256" in capsys.readouterr().out
     assert main(["retrain", "--name", "../x", "--graphs", SMALL_GRAPH]) == 2  # refused before training
+    capsys.readouterr()
+    assert main(["retrain", "--name", "tiny", "--graphs", SMALL_GRAPH, "--set", "entropy=0.1"]) == 2
+    assert "ppo has no hyperparameter entropy" in capsys.readouterr().err
 
 
 @pytest.mark.slow

@@ -37,6 +37,14 @@ def register(subparsers: Any) -> None:
         help="measure the return against the raw module's count or XLA's default count "
         "(default: the environment's, `ENVIRONMENT` in xlabench/agents/train.py)",
     )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="replace one of the algorithm's hyperparameters (HYPERPARAMETERS in xlabench/agents/train.py), "
+        "e.g. --set ent_coef=0.01; repeatable, stored in the policy's metadata",
+    )
     parser.add_argument("--logdir", default=None, help="TensorBoard log directory")
     parser.add_argument("--workers", type=int, default=2, help="environment processes (one compiler each)")
     parser.add_argument(
@@ -56,6 +64,29 @@ def register(subparsers: Any) -> None:
         help="comma-separated SPECs to evaluate on ('' for none)",
     )
     parser.set_defaults(handler=run_retrain)
+
+
+def parse_overrides(algorithm: str, pairs: list[str]) -> dict[str, Any]:
+    """`--set KEY=VALUE` pairs as hyperparameter overrides (values read as JSON: 0.01, 64, null, true)."""
+    import json
+
+    from xlabench.agents.train import hyperparameters_of
+    from xlabench.errors import UserInputError
+
+    overrides: dict[str, Any] = {}
+    for pair in pairs:
+        key, equals, text = pair.partition("=")
+        if not equals or not key:
+            raise UserInputError(f"--set {pair}: expected KEY=VALUE")
+        try:
+            overrides[key] = json.loads(text)
+        except json.JSONDecodeError:
+            raise UserInputError(f"--set {pair}: {text!r} is not a number, true/false or null") from None
+    try:
+        hyperparameters_of(algorithm, overrides)
+    except ValueError as error:
+        raise UserInputError(f"--set: {error}") from None
+    return overrides
 
 
 def numerically_worse(rows: list[dict[str, Any]]) -> list[str]:
@@ -83,6 +114,7 @@ def run_retrain(args: argparse.Namespace) -> int:
     eval_specs = [spec for spec in args.eval_graphs.split(",") if spec]
     eval_graphs = {spec: resolve_graphs(spec) for spec in eval_specs}  # bad SPECs fail before training
     resolve_graphs(args.graphs)
+    overrides = parse_overrides(args.algo, args.set)
     seeds = parse_seeds(args.seeds) if args.seeds else [args.seed]
     select_graphs = resolve_graphs(args.select_on) if args.seeds else []
     environment = dict(ENVIRONMENT)
@@ -101,6 +133,7 @@ def run_retrain(args: argparse.Namespace) -> int:
             args.ray,
             warm_start,
             environment,
+            overrides,
         )  # fmt: skip
         for seed in seeds
     ]

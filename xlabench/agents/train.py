@@ -5,7 +5,8 @@ vectorised environments are built (one compiler worker per environment process, 
 transition cache, so revisited states cost nothing), the progress bar, and `train`.
 
 Algorithms (the paper's comparison):
-- ppo: MaskablePPO, the paper's setup (MLP, GAE lambda 0.95, clip 0.2, entropy 0);
+- ppo: MaskablePPO, the paper's setup (MLP, GAE lambda 0.95, clip 0.2, entropy 0), optionally held
+  near its warm start by a KL penalty (`clone_kl_coef`, `xlabench.agents.anchored`);
 - ppo-shaping: ppo plus potential-based shaping from XLA's cost analysis (`CostShaping`);
 - ppo-value: ppo whose value function also sees the cost analysis (`ValueFeaturesPolicy`);
 - a2c, dqn (stable-baselines3) and trpo (sb3-contrib): no action masking in training, so a masked
@@ -69,6 +70,12 @@ HYPERPARAMETERS: dict[str, dict[str, Any]] = {
         "ent_coef": 0.0,
         "vf_coef": 0.5,
         "max_grad_norm": 0.5,
+        # Stop an update's epochs once the policy moved this far (approximate KL) from the one that
+        # collected the rollouts; None: never.
+        "target_kl": None,
+        # Weight of KL(warm start ‖ policy) in the loss (`xlabench.agents.anchored`): PPO moves the
+        # cloned policy where the advantage says so and stays near it elsewhere. 0: plain MaskablePPO.
+        "clone_kl_coef": 0.0,
     },
     "a2c": {"learning_rate": 7e-4, "n_steps": 8, "gae_lambda": 0.95, "ent_coef": 0.0, "vf_coef": 0.5},
     "dqn": {
@@ -179,10 +186,12 @@ def make_environment(
     rank: int,
     own_process: bool = False,
     environment: dict[str, Any] | None = None,
+    overrides: dict[str, Any] | None = None,
 ) -> Callable[[], gymnasium.Env]:
     """A factory for one training environment (`own_process`: it runs in a process of its own) with
-    `environment`'s settings (default `ENVIRONMENT`)."""
+    `environment`'s settings (default `ENVIRONMENT`) and `overrides` of the hyperparameters."""
     settings = dict(ENVIRONMENT if environment is None else environment)
+    hyperparameters = hyperparameters_of(algorithm, overrides)
 
     def build() -> gymnasium.Env:
         from stable_baselines3.common.monitor import Monitor
@@ -201,7 +210,7 @@ def make_environment(
             graphs=graphs, driver=PassDriver(pool=CompilerPool(size=1)), **settings
         )
         if algorithm == "ppo-shaping":
-            env = CostShaping(env, GAMMA, HYPERPARAMETERS[algorithm]["shaping_coefficient"])
+            env = CostShaping(env, GAMMA, hyperparameters["shaping_coefficient"])
         if algorithm not in MASKABLE:
             env = MaskedActionPenalty(env)
         env = Monitor(env)
@@ -240,16 +249,32 @@ def policy_kwargs(net_arch: list[int], activation: str) -> dict[str, Any]:
     }
 
 
-def build_model(algorithm: str, env: Any, seed: int, logdir: str | None) -> Any:
-    """The stable-baselines3 / sb3-contrib model of `algorithm`, with this file's hyperparameters."""
-    from sb3_contrib import TRPO, MaskablePPO
-    from stable_baselines3 import A2C, DQN
-
+def hyperparameters_of(algorithm: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`algorithm`'s hyperparameters from this file, with `overrides` (`retrain --set KEY=VALUE`)."""
     if algorithm not in ALGORITHMS:
         raise ValueError(f"{algorithm}: unknown algorithm")
-    settings = {k: v for k, v in HYPERPARAMETERS[algorithm].items() if k != "shaping_coefficient"}
+    settings = dict(HYPERPARAMETERS[algorithm])
+    unknown = sorted(set(overrides or {}) - set(settings))
+    if unknown:
+        known = ", ".join(settings)
+        raise ValueError(f"{algorithm} has no hyperparameter {', '.join(unknown)} (it has {known})")
+    return {**settings, **(overrides or {})}
+
+
+def build_model(
+    algorithm: str, env: Any, seed: int, logdir: str | None, overrides: dict[str, Any] | None = None
+) -> Any:
+    """The stable-baselines3 / sb3-contrib model of `algorithm`, with this file's hyperparameters
+    (`overrides` replace some)."""
+    from sb3_contrib import TRPO
+    from stable_baselines3 import A2C, DQN
+
+    from xlabench.agents.anchored import AnchoredMaskablePPO
+
+    settings = hyperparameters_of(algorithm, overrides)
+    settings.pop("shaping_coefficient", None)
     common = {"gamma": GAMMA, "seed": seed, "tensorboard_log": logdir, "verbose": 0, "device": "cpu"}
-    model_class = {"a2c": A2C, "dqn": DQN, "trpo": TRPO}.get(algorithm, MaskablePPO)
+    model_class = {"a2c": A2C, "dqn": DQN, "trpo": TRPO}.get(algorithm, AnchoredMaskablePPO)
     return model_class(
         policy_class(algorithm), env, policy_kwargs=policy_kwargs(NET_ARCH, ACTIVATION), **settings, **common
     )
@@ -303,12 +328,13 @@ def train(
     ray_address: str | None = None,
     warm_start: bool = False,
     environment: dict[str, Any] | None = None,
+    overrides: dict[str, Any] | None = None,
 ) -> TrainingRun:
     """Train `algorithm` on the graphs of a SPEC for `steps` environment steps.
 
     The environments run in local processes, or as Ray actors on the cluster at `ray_address`, with
-    `environment`'s settings (default `ENVIRONMENT`). With `warm_start`, the policy first imitates
-    XLA's own order on the same graphs.
+    `environment`'s settings (default `ENVIRONMENT`) and `overrides` of `HYPERPARAMETERS`. With
+    `warm_start`, the policy first imitates XLA's own order on the same graphs.
     """
     environment = dict(ENVIRONMENT if environment is None else environment)
     if warm_start and algorithm == "dqn":
@@ -321,7 +347,7 @@ def train(
     torch.set_num_threads(TORCH_THREADS)
     own_process = environments > 1 and ray_address is None
     factories = [
-        make_environment(graphs, algorithm, seed, rank, own_process, environment)
+        make_environment(graphs, algorithm, seed, rank, own_process, environment, overrides)
         for rank in range(environments)
     ]
     if ray_address is not None:
@@ -333,8 +359,10 @@ def train(
         vector = SubprocVecEnv(factories) if environments > 1 else DummyVecEnv(factories)
     started = time.perf_counter()
     try:
-        model = build_model(algorithm, vector, seed, logdir)
+        model = build_model(algorithm, vector, seed, logdir, overrides)
         cloned = _warm_start(model, graphs, seed, environments, environment) if warm_start else None
+        if cloned is not None and algorithm in MASKABLE:
+            model.set_anchor()
         clone = {key: value.detach().clone() for key, value in model.policy.state_dict().items()}
         if steps > 0:  # 0: the warm start alone
             callback = progress_callback(steps) if progress else None
@@ -360,7 +388,7 @@ def train(
             "gamma": GAMMA,
             "net_arch": NET_ARCH,
             "activation": ACTIVATION,
-            **HYPERPARAMETERS[algorithm],
+            **hyperparameters_of(algorithm, overrides),
         },
         environment=environment,
         actions=default_driver().catalogue.action_passes(environment["action_set"]),
