@@ -75,11 +75,8 @@ def test_the_kl_anchor_holds_ppo_near_its_warm_start(small_graph):
     # A large entropy bonus and learning rate pull the policy away from its clone; the anchor
     # (`clone_kl_coef`) pulls it back: after the same updates it is closer to the clone than without.
     pull = {"ent_coef": 0.5, "learning_rate": 3e-3}
-    runs = [
-        train("ppo", graphs=small_graph, steps=256, seed=0, environments=1, progress=False, warm_start=True,
-              overrides={**pull, "clone_kl_coef": coefficient})  # fmt: skip
-        for coefficient in (0.0, 5.0)
-    ]
+    settings = {"graphs": small_graph, "steps": 256, "environments": 1, "progress": False, "warm_start": True}
+    runs = [train("ppo", **settings, overrides={**pull, "clone_kl_coef": k}) for k in (0.0, 5.0)]
     env = PassOrderingEnv(graphs=small_graph, **ENVIRONMENT)
     observation, _ = env.reset(seed=0)
     divergences = []

@@ -15,7 +15,8 @@ from xlabench.xla import default_driver
 @pytest.mark.slow
 def test_retrain_writes_a_version_that_eval_and_policies_use(policies_root, tmp_path, capsys):
     arguments = ["retrain", "--name", "tiny", "--graphs", SMALL_GRAPH, "--steps", "128", "--workers", "1",
-                 "--eval-graphs", SMALL_GRAPH, "--logdir", str(tmp_path / "tb"), "--set", "ent_coef=0.02"]  # fmt: skip
+                 "--eval-graphs", SMALL_GRAPH, "--logdir", str(tmp_path / "tb"),
+                 "--set", "ent_coef=0.02"]  # fmt: skip
     assert main(arguments) == 0
     metadata = json.loads((policies_root / "tiny" / "v1.0" / "metadata.json").read_text())
     assert metadata["training"]["steps"] == 128 and metadata["algorithm"] == "ppo"
