@@ -46,6 +46,10 @@ def test_retrain_writes_a_version_that_eval_and_policies_use(policies_root, tmp_
 
     capsys.readouterr()
     assert main(["policies", "list"]) == 0 and "tiny@v1.0: ppo" in capsys.readouterr().out
+    assert main(["policies", "list", "--markdown"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].endswith(f"| selected on | {SMALL_GRAPH} |")
+    assert table[2].startswith("| tiny@v1.0 | ppo |")
     assert main(["policies", "show", "tiny"]) == 0 and "weights     sha256" in capsys.readouterr().out
     assert main(["retrain", "--name", "../x", "--graphs", SMALL_GRAPH]) == 2  # refused before training
     capsys.readouterr()

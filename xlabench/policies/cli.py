@@ -10,7 +10,13 @@ def register(subparsers: Any) -> None:
     """Add the `policies` subcommand."""
     parser = subparsers.add_parser("policies", help="list stored policies, show one version")
     commands = parser.add_subparsers(dest="policies_command", required=True)
-    commands.add_parser("list", help="every policy and its latest version").set_defaults(handler=run_list)
+    listing = commands.add_parser("list", help="every policy and its latest version")
+    listing.add_argument(
+        "--markdown",
+        action="store_true",
+        help="a Markdown table of every version: how it was made, on what, its geomeans per split",
+    )
+    listing.set_defaults(handler=run_list)
     show = commands.add_parser("show", help="one version's metadata, verified")
     show.add_argument("policy", help="NAME (latest), NAME@vX.Y or a version directory")
     show.set_defaults(handler=run_show)
@@ -30,9 +36,36 @@ def run_list(args: argparse.Namespace) -> int:
     names = policy_names()
     if not names:
         print(f"no policies in {policies_directory()} (train one with `xlabench retrain`)")
+    if args.markdown:
+        print(markdown_table([read_metadata(resolve(f"{name}@v{major}.{minor}"))
+                              for name in names for major, minor in versions(name)]))  # fmt: skip
+        return 0
     for name in names:
         print(f"{summary_line(read_metadata(resolve(name)))}  [{len(versions(name))} version(s)]")
     return 0
+
+
+def markdown_table(documents: list[dict[str, Any]]) -> str:
+    """Shipped versions as a Markdown table, from their metadata: made how, on what, geomean per split."""
+    from xlabench.policies.artifact import how_made
+
+    splits = sorted({split for document in documents for split in document.get("eval", {})})
+    header = ["version", "made", "created", "trained on", "steps", "selected on", *splits]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for document in documents:
+        training = document.get("training", {})
+        scores = [document.get("eval", {}).get(split, {}).get("geomean_vs_default") for split in splits]
+        cells = [
+            f"{document['name']}@{document['version']}",
+            how_made(document),
+            str(document.get("created", "-"))[:10],
+            str(training.get("graphs", "-")),
+            str(training.get("steps", "-")),
+            str(document.get("selected_on", "-")),
+            *("-" if score is None else f"{score:.4f}" for score in scores),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def run_show(args: argparse.Namespace) -> int:
