@@ -84,5 +84,5 @@ def test_the_kl_anchor_holds_ppo_near_its_warm_start(small_graph):
         assert run.hyperparameters["clone_kl_coef"] in (0.0, 5.0) and run.steps >= 256
         model = run.model
         tensors = model.policy.obs_to_tensor(observation)[0]
-        divergences.append(float(model.anchor_divergence(tensors, env.action_masks()[None])))
+        divergences.append(model.anchor_divergence(tensors, env.action_masks()[None]).item())
     assert divergences[1] < divergences[0] / 2

@@ -16,6 +16,9 @@ from sb3_contrib.common.maskable.policies import MaskableMultiInputActorCriticPo
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 
 VALUE_ONLY_KEYS = ("cost",)
+# The action mask some algorithms get in their observation (`xlabench.agents.masking`): it masks the
+# output and is never an input, so a network's weights are the same with it or without it.
+MASK_KEY = "action_mask"
 
 
 class ObservationExtractor(BaseFeaturesExtractor):
@@ -24,7 +27,7 @@ class ObservationExtractor(BaseFeaturesExtractor):
     def __init__(
         self, observation_space: spaces.Dict, hidden_keys: tuple[str, ...] = VALUE_ONLY_KEYS
     ) -> None:
-        self.keys = sorted(observation_space.spaces)
+        self.keys = sorted(key for key in observation_space.spaces if key != MASK_KEY)
         widths = [int(observation_space.spaces[key].shape[0]) for key in self.keys]
         super().__init__(observation_space, features_dim=sum(widths))
         self.hidden_keys = tuple(hidden_keys)

@@ -9,8 +9,8 @@ Algorithms (the paper's comparison):
   near its warm start by a KL penalty (`clone_kl_coef`, `xlabench.agents.anchored`);
 - ppo-shaping: ppo plus potential-based shaping from XLA's cost analysis (`CostShaping`);
 - ppo-value: ppo whose value function also sees the cost analysis (`ValueFeaturesPolicy`);
-- a2c, dqn (stable-baselines3) and trpo (sb3-contrib): no action masking in training, so a masked
-  action is a refused step with the error penalty (`MaskedActionPenalty`).
+- a2c, dqn (stable-baselines3) and trpo (sb3-contrib): masked too, through the observation
+  (`xlabench.agents.masking`): a masked action is never taken, as in MaskablePPO.
 The policy never sees the cost analysis (`ObservationExtractor` hides it), so a rollout needs none.
 """
 
@@ -201,7 +201,8 @@ def make_environment(
             # environments in order. An environment process killed mid-step would break its pipe.
             signal.signal(signal.SIGINT, signal.SIG_IGN)
 
-        from xlabench.agents.wrappers import CostShaping, MaskedActionPenalty
+        from xlabench.agents.masking import MaskInObservation
+        from xlabench.agents.wrappers import CostShaping
         from xlabench.env import PassOrderingEnv
         from xlabench.xla import PassDriver
         from xlabench.xla.pool import CompilerPool
@@ -212,7 +213,7 @@ def make_environment(
         if algorithm == "ppo-shaping":
             env = CostShaping(env, GAMMA, hyperparameters["shaping_coefficient"])
         if algorithm not in MASKABLE:
-            env = MaskedActionPenalty(env)
+            env = MaskInObservation(env)
         env = Monitor(env)
         env.reset(seed=seed + rank)
         env.action_space.seed(seed + rank)
@@ -224,16 +225,15 @@ def make_environment(
 def policy_class(algorithm: str) -> type:
     """The network class `algorithm` trains (and a stored policy of it is rebuilt with)."""
     from sb3_contrib.common.maskable.policies import MaskableMultiInputActorCriticPolicy
-    from stable_baselines3.common.policies import MultiInputActorCriticPolicy
-    from stable_baselines3.dqn.policies import MultiInputPolicy as MultiInputQPolicy
 
+    from xlabench.agents.masking import MaskedActorCriticPolicy, MaskedQPolicy
     from xlabench.agents.networks import ValueFeaturesPolicy
 
     if algorithm == "ppo-value":
         return ValueFeaturesPolicy
     if algorithm in MASKABLE:
         return MaskableMultiInputActorCriticPolicy
-    return MultiInputQPolicy if algorithm == "dqn" else MultiInputActorCriticPolicy
+    return MaskedQPolicy if algorithm == "dqn" else MaskedActorCriticPolicy
 
 
 def policy_kwargs(net_arch: list[int], activation: str) -> dict[str, Any]:
@@ -267,14 +267,15 @@ def build_model(
     """The stable-baselines3 / sb3-contrib model of `algorithm`, with this file's hyperparameters
     (`overrides` replace some)."""
     from sb3_contrib import TRPO
-    from stable_baselines3 import A2C, DQN
+    from stable_baselines3 import A2C
 
     from xlabench.agents.anchored import AnchoredMaskablePPO
+    from xlabench.agents.masking import MaskedDQN
 
     settings = hyperparameters_of(algorithm, overrides)
     settings.pop("shaping_coefficient", None)
     common = {"gamma": GAMMA, "seed": seed, "tensorboard_log": logdir, "verbose": 0, "device": "cpu"}
-    model_class = {"a2c": A2C, "dqn": DQN, "trpo": TRPO}.get(algorithm, AnchoredMaskablePPO)
+    model_class = {"a2c": A2C, "dqn": MaskedDQN, "trpo": TRPO}.get(algorithm, AnchoredMaskablePPO)
     return model_class(
         policy_class(algorithm), env, policy_kwargs=policy_kwargs(NET_ARCH, ACTIVATION), **settings, **common
     )

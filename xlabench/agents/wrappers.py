@@ -1,4 +1,4 @@
-"""Gymnasium wrappers the agents train through: cost-analysis shaping, masks for unmasked algorithms."""
+"""Gymnasium wrappers the agents train through: cost-analysis shaping (masks: `xlabench.agents.masking`)."""
 
 from __future__ import annotations
 
@@ -42,39 +42,3 @@ class CostShaping(gymnasium.Wrapper):
         shaping = self.gamma * following - self._potential
         self._potential = following
         return observation, float(reward) + shaping, terminated, truncated, {**info, "shaping": shaping}
-
-
-class MaskedActionPenalty(gymnasium.Wrapper):
-    """For algorithms that cannot mask (A2C, DQN, TRPO): a masked action changes nothing, calls no
-    compiler and costs the environment's error penalty.
-
-    Without it such an agent would run, e.g., scatter_simplifier before its requirement and abort a
-    compiler worker on every new module. Refused steps count towards the episode cap.
-    """
-
-    def __init__(self, env: gymnasium.Env) -> None:
-        super().__init__(env)
-        self._observation: Any = None
-        self._info: dict[str, Any] = {}
-        self._steps = 0
-
-    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
-        self._observation, self._info = self.env.reset(**kwargs)
-        self._steps = 0
-        return self._observation, self._info
-
-    def step(self, action: int) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        self._steps += 1
-        environment = self.env.unwrapped
-        if not environment.action_masks()[action]:
-            truncated = self._steps >= environment.max_steps
-            info = {**self._info, "pass": environment.actions[action], "seconds": 0.0}
-            info["error"] = {"kind": "masked", "message": "action masked here (useless or unmet requirement)"}
-            return self._observation, -environment.error_penalty, False, truncated, info
-        observation, reward, terminated, truncated, info = self.env.step(action)
-        self._observation, self._info = observation, info
-        return observation, reward, terminated, truncated or self._steps >= environment.max_steps, info
-
-    def action_masks(self) -> np.ndarray:
-        """The wrapped environment's mask (evaluation applies it to every algorithm)."""
-        return self.env.unwrapped.action_masks()
