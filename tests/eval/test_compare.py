@@ -68,3 +68,43 @@ def test_a_policy_directory_brings_its_stored_evaluations_and_curve(tmp_path):
     assert (tmp_path / "out" / "training_curves.png").read_bytes()[:4] == b"\x89PNG"
     (version / "metadata.json").write_text("{}")
     assert main(["compare", str(version), "--report", str(tmp_path / "out")]) == 2
+
+
+def _seeded_version(root, name, algorithm, policy, warm_start):
+    """A version directory as `retrain --seeds` writes it: per-seed, per-graph selection scores."""
+    from xlabench.agents.seeds import SeedScores
+
+    version = root / name / "v1.0"
+    version.mkdir(parents=True)
+    graphs = [f"g{index}" for index in range(len(policy[0]))]
+    seeds = [SeedScores(seed, p, w, [[64, 0.1], [128, 0.2]], graphs).to_json()
+             for seed, (p, w) in enumerate(zip(policy, warm_start, strict=True))]  # fmt: skip
+    metadata = {"name": name, "version": "v1.0", "algorithm": algorithm, "seed": 0, "selected_on": "val",
+                "training": {"graphs": "train", "steps": 128, "episodes": 9, "seconds": 60.0},
+                "eval": {}, "seeds": seeds}  # fmt: skip
+    (version / "metadata.json").write_text(json.dumps(metadata))
+    return str(version)
+
+
+def test_versions_trained_over_seeds_are_compared_with_intervals(tmp_path):
+    warm = [[1.0, 1.0, 0.99, 1.0]] * 3
+    better = _seeded_version(tmp_path, "ppo", "ppo", [[1.02, 1.01, 1.0, 1.03], [1.01, 1.02, 1.0, 1.02],
+                                                      [1.03, 1.01, 1.01, 1.02]], warm)  # fmt: skip
+    worse = _seeded_version(tmp_path, "a2c", "a2c", [[0.9, 0.95, 0.9, 0.92]] * 3, warm)
+    assert main(["compare", better, worse, "--report", str(tmp_path / "out")]) == 0
+    table = (tmp_path / "out" / "report.md").read_text()
+    assert "## Over seeds, on val" in table
+    ppo_row = next(line for line in table.splitlines() if line.startswith("| ppo@v1.0 (ppo) | 3 | 4 |"))
+    a2c_row = next(line for line in table.splitlines() if line.startswith("| a2c@v1.0 (a2c) | 3 | 4 |"))
+    # PPO beats its warm start on every graph and seed: P = 1 with a degenerate interval.
+    assert "| 1.0000 [1.0000, 1.0000] | - |" in ppo_row
+    # A2C is below PPO everywhere: P(a2c > ppo) = 0; below its warm start too.
+    assert a2c_row.endswith("| 0.0000 [0.0000, 0.0000] | 0.0000 [0.0000, 0.0000] |")
+    assert (tmp_path / "out" / "performance_profiles_val.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_seed_runs_judged_on_different_graphs_are_refused(tmp_path, capsys):
+    first = _seeded_version(tmp_path, "one", "ppo", [[1.0, 1.0]], [[1.0, 1.0]])
+    other = _seeded_version(tmp_path, "two", "ppo", [[1.0, 1.0, 1.0]], [[1.0, 1.0, 1.0]])
+    assert main(["compare", first, other, "--report", str(tmp_path / "out")]) == 2
+    assert "were judged on different val graphs" in capsys.readouterr().err

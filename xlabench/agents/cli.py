@@ -151,12 +151,7 @@ def run_retrain(args: argparse.Namespace) -> int:
         metadata = run.metadata(args.name, driver)
         if selection is not None:
             metadata["selected_on"] = args.select_on
-            metadata["seeds"] = [
-                {"seed": score.seed, "geomean_vs_default": score.geomean(),
-                 "warm_start_geomean_vs_default": score.geomean("warm_start") if score.warm_start else None,
-                 "curve": score.curve}
-                for score in scores
-            ]  # fmt: skip
+            metadata["seeds"] = [score.to_json() for score in scores]
             metadata["seed_statistics"] = selection
         policy = _policy(metadata, run.model.policy.state_dict())
         for spec, graphs in eval_graphs.items():
@@ -231,4 +226,5 @@ def _seed_scores(run: Any, args: argparse.Namespace, driver: Any, graphs: list[A
                 f"seed {run.seed}: the {which} could not be rolled out on {', '.join(failed)}"
             )
         judged[which] = [row["vs_default"] for row in sorted(rows, key=lambda row: row["name"])]
-    return SeedScores(run.seed, judged["policy"], judged["warm start"], list(run.curve))
+    names = sorted(graph.name for graph in graphs)
+    return SeedScores(run.seed, judged["policy"], judged["warm start"], list(run.curve), names)

@@ -48,6 +48,30 @@ class SeedScores:
     policy: list[float]
     warm_start: list[float] | None
     curve: list[tuple[int, float]] = field(default_factory=list)
+    graphs: list[str] = field(default_factory=list)  # the selection graphs, in the order of the scores
+
+    def to_json(self) -> dict[str, Any]:
+        """The seed's entry in a policy's metadata (`seeds`): geomeans, per-graph scores, curve."""
+        return {
+            "seed": self.seed,
+            "geomean_vs_default": self.geomean(),
+            "warm_start_geomean_vs_default": self.geomean("warm_start") if self.warm_start else None,
+            "graphs": self.graphs,
+            "vs_default": self.policy,
+            "warm_start_vs_default": self.warm_start,
+            "curve": self.curve,
+        }
+
+    @classmethod
+    def from_json(cls, entry: dict[str, Any]) -> SeedScores:
+        """A seed's entry as `to_json` wrote it (versions before per-graph scores have none: KeyError)."""
+        return cls(
+            seed=int(entry["seed"]),
+            policy=[float(value) for value in entry["vs_default"]],
+            warm_start=entry.get("warm_start_vs_default"),
+            curve=[tuple(point) for point in entry.get("curve", [])],
+            graphs=list(entry["graphs"]),
+        )
 
     def geomean(self, which: str = "policy") -> float:
         """Geomean `vs_default` of the policy (or the warm start) over the selection graphs."""
@@ -88,8 +112,6 @@ def _aggregates(scores: np.ndarray) -> np.ndarray:
 
 def statistics(seeds: list[SeedScores], repetitions: int = BOOTSTRAP_REPETITIONS) -> dict[str, Any]:
     """Point estimates and 95% stratified-bootstrap intervals over seeds and graphs (rliable)."""
-    from rliable import metrics
-
     matrices = {"policy": np.array([seed.policy for seed in seeds])}
     if all(seed.warm_start is not None for seed in seeds):
         matrices["warm_start"] = np.array([seed.warm_start for seed in seeds])
@@ -111,16 +133,58 @@ def statistics(seeds: list[SeedScores], repetitions: int = BOOTSTRAP_REPETITIONS
             for i, aggregate in enumerate(("geomean", "mean", "iqm"))
         }
     if "warm_start" in matrices:
-        pair = {"policy vs warm start": (matrices["policy"], matrices["warm_start"])}
-        point, interval = _interval_estimates(pair, metrics.probability_of_improvement, repetitions)
-        key = "policy vs warm start"
-        result["probability_of_improvement"] = {
-            "estimate": float(point[key]), "low": float(interval[key][0][0]),
-            "high": float(interval[key][1][0]),
-        }  # fmt: skip
+        result["probability_of_improvement"] = probability_of_improvement(
+            matrices["policy"], matrices["warm_start"], repetitions
+        )
         low_policy, high_warm = result["policy"]["geomean"]["low"], result["warm_start"]["geomean"]["high"]
         result["policy_beats_warm_start"] = bool(low_policy > high_warm)  # intervals apart
     return result
+
+
+def probability_of_improvement(
+    better: np.ndarray, than: np.ndarray, repetitions: int = BOOTSTRAP_REPETITIONS
+) -> dict[str, float]:
+    """P(a seed of `better` scores above a seed of `than` on a graph), averaged over graphs, with its
+    95% interval: rliable's probability of improvement on two (seeds x graphs) matrices."""
+    from rliable import metrics
+
+    point, interval = _interval_estimates(
+        {"pair": (better, than)}, metrics.probability_of_improvement, repetitions
+    )
+    return {
+        "estimate": float(point["pair"]),
+        "low": float(interval["pair"][0][0]),
+        "high": float(interval["pair"][1][0]),
+    }
+
+
+def performance_profiles_figure(runs: dict[str, np.ndarray], title: str) -> bytes:
+    """PNG: rliable's performance profiles, the share of (seed, graph) scores above each vs_default."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from rliable import library, plot_utils
+
+    low = min(float(matrix.min()) for matrix in runs.values())
+    high = max(float(matrix.max()) for matrix in runs.values())
+    taus = np.linspace(low - 1e-3, high + 1e-3, 101)
+    with _seeded():
+        profiles, intervals = library.create_performance_profile(runs, taus, reps=BOOTSTRAP_REPETITIONS)
+    colors = dict(zip(runs, plt.get_cmap("tab10").colors, strict=False))
+    figure, axes = plt.subplots(figsize=(7, 4))
+    plot_utils.plot_performance_profiles(
+        profiles, taus, performance_profile_cis=intervals, colors=colors, xlabel=r"vs_default $\tau$", ax=axes
+    )
+    axes.axvline(1.0, color="black", linewidth=0.8)
+    axes.set_title(title, fontsize="medium")
+    handles = [Line2D([0], [0], color=color, label=label) for label, color in colors.items()]
+    axes.legend(handles=handles, fontsize="small")
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
+    plt.close(figure)
+    return buffer.getvalue()
 
 
 def curves_figure(seeds: list[SeedScores], title: str) -> bytes:

@@ -37,7 +37,7 @@ ALGORITHMS = ("ppo", "ppo-shaping", "ppo-value", "a2c", "dqn", "trpo")
 # Fixed-point variants (see xlabench.xla.catalogue): with single runs, policies trained on the train
 # split stopped one reshape-mover short of XLA on deeper unseen graphs (mlp_mixer, gnn inference).
 # With both a variant and its single run, the warm start imitates the single run where one run
-# reaches the fixed point (`with_single_runs`): ~3 calls a graph fewer (README, general@v2.0).
+# reaches the fixed point (`with_single_runs`): ~3 calls a graph fewer (docs/design.md, "Single runs beside the variants").
 ENVIRONMENT: dict[str, Any] = {
     "action_set": "fixed-point-and-single",
     "max_steps": 64,
@@ -45,7 +45,7 @@ ENVIRONMENT: dict[str, Any] = {
     "count_every_step": False,
     # Mask passes known to change nothing before they run (no opcodes to rewrite, a fixed point just
     # reached). Off: in five warm-start trials it saved at most a call a graph and cost unseen graphs
-    # (README, "What the warm-start trials say").
+    # (docs/design.md, "Passes known to change nothing").
     "mask_inapplicable": False,
     # What the return is measured against: the raw module's count ("unoptimized", (R0 - R) / R0) or
     # XLA's default count ("default", (D - R) / D): `xlabench retrain --reward-baseline`.
@@ -105,11 +105,9 @@ WARM_START: dict[str, Any] = {
     # Compiler calls per graph to improve XLA's order before it is imitated (`improve_order`):
     # appending one of its passes or dropping one, while that lowers R. 0: XLA's order as it is.
     "improve_budget": 100,
-    # Passes whose single run `improve_order` may also insert, where XLA iterates them, anywhere after
-    # the order's float normalization (empty: none). Every such pass, budget 1,000, before that
-    # restriction: unseen 0.9927-0.9999 on four seeds.
-    # ("algsimp",), budget 1,000: 1.0106 / 1.0026 on seed 3 while it could insert ahead of float
-    # normalization (outputs then differ from XLA's); after it only, 0.9965 / 0.9905 (README).
+    # Passes whose single run `improve_order` may also insert where XLA iterates them (empty: none);
+    # an order is kept only if its outputs stay numerically no worse than XLA's default's (the
+    # reference rule, `judge_sequence`). The trials: docs/design.md, "The warm start".
     "improve_insertions": (),
     "epochs": 400,
     "learning_rate": 3e-3,
@@ -117,7 +115,7 @@ WARM_START: dict[str, Any] = {
     "dagger_rounds": 4,
     # Passes in at least this share of the training graphs' orders are tried in every order, even
     # where XLA's run left them with nothing to do (`with_tries`); None: XLA's effective order only.
-    # 0.5 put every unseen graph at 0.98 or above on two seeds, at ~23 calls a graph (README).
+    # 0.5 put every unseen graph at 0.98 or above on two seeds, at ~23 calls a graph (docs/measurements.md, 2026-11-25).
     "try_share": 0.5,
 }
 

@@ -21,14 +21,14 @@ class Tolerances:
     # R may exceed D by this fraction: the shipped general policy's worst graph is R = 1.040 x D.
     op_count: float = 0.05
     # Policy runtime / default runtime may exceed 1 by this much: 20 runs of one 1.5 ms pair on a busy
-    # machine measured 0.83-2.13 (README); a real slowdown (no fusion) is 1.5-2.6 x.
+    # machine measured 0.83-2.13 (docs/measurements.md, 2026-11-24); a real slowdown (no fusion) is 1.5-2.6 x.
     runtime: float = 1.0
     # ... and the stored baseline's ratio by this fraction: on a busy 2-core machine one pair measured
     # 0.98-1.19 (a 4-8 ms executable) in three runs.
     runtime_noise: float = 0.5
     # Gate (c) judges only executables whose default runs at least this long (median, ms). Below it the
     # ratio measures dispatch and thread wake-ups: the CG loops (0.06-0.13 ms) measured 1.04-1.33 alone
-    # and 1.9-3.0 next to a busy core, with identical op counts (README, "The floor").
+    # and 1.9-3.0 next to a busy core, with identical op counts (docs/design.md, "The runtime floor").
     runtime_floor_ms: float = 0.25
     # Suite-wide: the geomean of policy/default over every runtime-judged gate may exceed 1, and the
     # baselines' geomean over the same gates, by this fraction. Per-graph noise (0.8-1.2 on a busy

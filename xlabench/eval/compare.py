@@ -7,6 +7,11 @@ directory: `report.md`, a Markdown table per SPEC (strategy, geomean vs_default 
 overall, worst graph, graphs below 0.98, compiler calls per graph); `report.png`, the overall
 geomeans; and, when policies are among them, `training_curves.png` (mean episode return vs
 environment steps).
+
+Versions trained over several seeds (`retrain --seeds`) also bring every seed's score on every graph
+of their selection split: the report compares them as the field does (rliable, Agarwal et al. 2021):
+geomean and IQM with 95% stratified-bootstrap intervals, the probability of improving on the warm
+start and on the first such version given, and `performance_profiles_SPEC.png`.
 """
 
 from __future__ import annotations
@@ -16,8 +21,12 @@ import io
 import json
 import os
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from xlabench.agents.seeds import SeedScores
 from xlabench.errors import UserInputError
 from xlabench.eval.evaluate import summarize
 from xlabench.files import write_atomically
@@ -80,6 +89,91 @@ def load_policy_results(path: str) -> list[dict[str, Any]]:
         raise UserInputError(f"{path}: not a policy version directory ({error})") from None
 
 
+@dataclass
+class SeedRuns:
+    """A policy version trained over several seeds (`retrain --seeds`): each seed's selection scores."""
+
+    label: str
+    selected_on: str
+    seeds: list[SeedScores]
+
+    def matrix(self, which: str = "policy") -> np.ndarray:
+        """(seeds x graphs) `vs_default` of the policies (or of their warm starts)."""
+        return np.array([seed.policy if which == "policy" else seed.warm_start for seed in self.seeds])
+
+
+def load_seed_runs(path: str) -> SeedRuns | None:
+    """A policy version's per-seed scores, or None for a version trained on one seed (or made before
+    per-graph seed scores were stored)."""
+    try:
+        with open(os.path.join(path, "metadata.json")) as handle:
+            metadata = json.load(handle)
+        entries = metadata.get("seeds") or []
+        if not entries or any("vs_default" not in entry for entry in entries):
+            return None
+        label = f"{metadata['name']}@{metadata['version']} ({metadata['algorithm']})"
+        return SeedRuns(label, metadata["selected_on"], [SeedScores.from_json(entry) for entry in entries])
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise UserInputError(f"{path}: not a policy version directory ({error})") from None
+
+
+def seeds_markdown(runs: list[SeedRuns]) -> list[str]:
+    """Per selection split: each version's seeds compared with rliable (intervals over seeds and graphs)."""
+    from xlabench.agents.seeds import probability_of_improvement, statistics
+
+    def interval(part: dict[str, float]) -> str:
+        return f"{part['estimate']:.4f} [{part['low']:.4f}, {part['high']:.4f}]"
+
+    lines: list[str] = []
+    for spec, group in _by_selection(runs).items():
+        first = group[0]
+        columns = ["policy", "seeds", "graphs", "geomean vs_default", "IQM", "warm start geomean",
+                   "P(> its warm start)", f"P(> {first.label})"]  # fmt: skip
+        lines += [
+            f"## Over seeds, on {spec}",
+            "",
+            "95% intervals: rliable's stratified bootstrap over seeds and graphs. P(X > Y): the probability"
+            " that a seed of X scores above a seed of Y on a graph, averaged over graphs.",
+            "",
+            "| " + " | ".join(columns) + " |",
+            "|---" * len(columns) + "|",
+        ]
+        for run in group:
+            result = statistics(run.seeds)
+            warm = "warm_start" in result
+            against_first = (
+                "-" if run is first else interval(probability_of_improvement(run.matrix(), first.matrix()))
+            )
+            cells = [
+                run.label,
+                str(len(run.seeds)),
+                str(result["graphs"]),
+                interval(result["policy"]["geomean"]),
+                interval(result["policy"]["iqm"]),
+                interval(result["warm_start"]["geomean"]) if warm else "-",
+                interval(result["probability_of_improvement"]) if warm else "-",
+                against_first,
+            ]
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+    return lines
+
+
+def _by_selection(runs: list[SeedRuns]) -> dict[str, list[SeedRuns]]:
+    """Runs grouped by selection split; within a group every run must have scored the same graphs."""
+    groups: dict[str, list[SeedRuns]] = defaultdict(list)
+    for run in runs:
+        groups[run.selected_on].append(run)
+    for spec, group in groups.items():
+        for run in group[1:]:
+            if run.seeds[0].graphs != group[0].seeds[0].graphs:
+                raise UserInputError(
+                    f"{run.label} and {group[0].label} were judged on different {spec} graphs: "
+                    "retrain them on the same selection split"
+                )
+    return groups
+
+
 def training_summary(metadata: dict[str, Any]) -> dict[str, Any]:
     """How a policy version was trained, from its metadata: a row of the report's training table."""
     training, warm_start = metadata["training"], metadata.get("warm_start") or {}
@@ -102,8 +196,8 @@ def load_results(paths: list[str]) -> list[dict[str, Any]]:
     return documents
 
 
-def markdown(title: str, documents: list[dict[str, Any]]) -> str:
-    """A table per graph SPEC: one row per strategy."""
+def markdown(title: str, documents: list[dict[str, Any]], seed_runs: list[SeedRuns] | None = None) -> str:
+    """A table per graph SPEC: one row per strategy; then versions trained over seeds, compared."""
     by_spec: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for document in documents:
         by_spec[document["graphs_spec"]].append(document)
@@ -152,6 +246,7 @@ def markdown(title: str, documents: list[dict[str, Any]]) -> str:
                 f"{row['steps']:,} | {row['episodes']:,} | {row['seconds'] / 60:.1f} min |"
             )
         lines.append("")
+    lines += seeds_markdown(seed_runs or [])
     lines.append(
         "Geomean of vs_default = D / R per family (above 1: fewer ops than XLA's default pipeline); "
         f"graphs < {BELOW}: how many graphs have a vs_default below {BELOW}."
@@ -215,14 +310,23 @@ def plot_curves(documents: list[dict[str, Any]]) -> bytes | None:
 
 def run_compare(args: argparse.Namespace) -> int:
     """Load every result, write report.md, report.png (training_curves.png), print the table."""
+    from xlabench.agents.seeds import performance_profiles_figure
+
     documents = load_results(args.results)
+    seed_runs = [runs for path in args.results if os.path.isdir(path) and (runs := load_seed_runs(path))]
     os.makedirs(args.report, exist_ok=True)
-    table = markdown(args.title, documents)
+    table = markdown(args.title, documents, seed_runs)
     write_atomically(os.path.join(args.report, "report.md"), table.encode())
-    write_atomically(os.path.join(args.report, "report.png"), plot(args.title, documents))
+    if documents:
+        write_atomically(os.path.join(args.report, "report.png"), plot(args.title, documents))
     curves = plot_curves(documents)
     if curves is not None:
         write_atomically(os.path.join(args.report, "training_curves.png"), curves)
+    for spec, group in _by_selection(seed_runs).items():
+        figure = performance_profiles_figure(
+            {run.label: run.matrix() for run in group}, f"{args.title}: {spec}"
+        )
+        write_atomically(os.path.join(args.report, f"performance_profiles_{spec}.png"), figure)
     print(table, end="")
     return 0
 

@@ -173,7 +173,7 @@ def trace_replay(driver: PassDriver, module: HloModule, replay: Replay) -> Repla
     Every module XLA's pipeline makes is brought to xlabench's canonical form, so a state of the
     replay and one of XLA's are the same module exactly when their fingerprints are equal. The
     parting is the last state XLA reaches that the replay reaches too, and the next change on each
-    side: the pass whose effect the replay does not reproduce (README, *Replay*).
+    side: the pass whose effect the replay does not reproduce (docs/design.md, "Replay gaps").
     """
     point = COUNTING_POINT_PASS
     answer = driver.call_compiler("pipeline_states", "@pipeline-states", module, point_pass=point)
