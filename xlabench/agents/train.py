@@ -37,7 +37,8 @@ ALGORITHMS = ("ppo", "ppo-shaping", "ppo-value", "a2c", "dqn", "trpo")
 # Fixed-point variants (see xlabench.xla.catalogue): with single runs, policies trained on the train
 # split stopped one reshape-mover short of XLA on deeper unseen graphs (mlp_mixer, gnn inference).
 # With both a variant and its single run, the warm start imitates the single run where one run
-# reaches the fixed point (`with_single_runs`): ~3 calls a graph fewer (docs/design.md, "Single runs beside the variants").
+# reaches the fixed point (`with_single_runs`): ~3 calls a graph fewer (docs/design.md, "Single runs
+# beside the variants").
 ENVIRONMENT: dict[str, Any] = {
     "action_set": "fixed-point-and-single",
     "max_steps": 64,
@@ -115,7 +116,7 @@ WARM_START: dict[str, Any] = {
     "dagger_rounds": 4,
     # Passes in at least this share of the training graphs' orders are tried in every order, even
     # where XLA's run left them with nothing to do (`with_tries`); None: XLA's effective order only.
-    # 0.5 put every unseen graph at 0.98 or above on two seeds, at ~23 calls a graph (docs/measurements.md, 2026-11-25).
+    # 0.5: the trials in docs/design.md, "The warm start".
     "try_share": 0.5,
 }
 
