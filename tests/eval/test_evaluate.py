@@ -53,6 +53,18 @@ def test_greedy_search_reports_what_it_found_and_cost(tmp_path, one_graph_direct
     (row,) = json.loads(out.read_text())["graphs"]
     assert row["calls"] <= 120 and row["runtime_ratio"] is None
     assert row["vs_default"] == row["D"] / row["R"]
+    assert "search_depth" not in row  # only beam search reports a depth
+
+
+def test_beam_search_reports_the_depth_it_reached(tmp_path, one_graph_directory):
+    out, report = tmp_path / "eval.json", tmp_path / "report"
+    code = main(["eval", "--policy", "search:beam", "--graphs", str(one_graph_directory), "--actions",
+                 "simplification", "--budget", "60", "--no-runtime", "--json", str(out),
+                 "--report", str(report)])  # fmt: skip
+    assert code == 0
+    (row,) = json.loads(out.read_text())["graphs"]
+    assert 1 <= row["search_depth"] <= 3 and len(row["sequence"]) <= row["search_depth"]
+    assert f"median {row['search_depth']}," in (report / "report.md").read_text()
 
 
 def test_guided_search_starts_from_the_policys_rollout_and_climbs_within_budget(tmp_path):

@@ -39,6 +39,10 @@ def test_greedy_and_beam_improve_on_doing_nothing_within_budget(gru_module):
     assert (
         beam_search(driver, gru_module, ACTIONS, budget=200, max_length=3, width=2).sequence == beam.sequence
     )
+    # The depth beam reached: the levels it expanded, at least its sequence's length, at most max_length.
+    assert len(beam.sequence) <= beam.depth <= 3 and greedy.depth is None
+    shallow = beam_search(driver, gru_module, ACTIONS, budget=len(ACTIONS) + 2, max_length=3, width=2)
+    assert shallow.depth == 1  # one level of len(ACTIONS) calls, then the budget is gone
 
 
 def test_a_pass_that_changes_nothing_costs_one_call_and_is_not_taken(gru_module):

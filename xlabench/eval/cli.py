@@ -123,6 +123,7 @@ def run_eval(args: argparse.Namespace) -> int:
             {
                 **{key: row.get(key) for key in RESULT_FIELDS},
                 **({"error": row["error"]} if "error" in row else {}),
+                **({"search_depth": row["search_depth"]} if "search_depth" in row else {}),
                 **({"output_errors": row["output_errors"]} if "output_errors" in row else {}),
             }
             for row in rows

@@ -95,6 +95,8 @@ def evaluate_graph(
             options = {**search_options, "cancel": cancel} if strategy != "replay" else {}
             found = run(driver, module, **options)
         row.update({"R": found.op_count, "sequence": found.sequence, "calls": found.calls})
+        if found.depth is not None:
+            row["search_depth"] = found.depth
         row["seconds"] = found.seconds
         row["vs_default"] = row["D"] / row["R"]
         row["reduction_ratio"] = (

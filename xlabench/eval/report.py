@@ -42,6 +42,18 @@ def markdown(title: str, rows: list[dict[str, Any]], summary: dict[str, Any]) ->
             f"| {row['name']} | {row['I']} | {row['D']} | {row['R']} | {row['vs_default']:.4f} | "
             f"{_figure(row['reduction_ratio'], 3)} | {runtime} | {row['calls']} | {sequence} |"
         )
+    depths = sorted(row["search_depth"] for row in rows if row.get("search_depth") is not None)
+    if depths:
+        median = (
+            depths[len(depths) // 2]
+            if len(depths) % 2
+            else (depths[len(depths) // 2 - 1] + depths[len(depths) // 2]) / 2
+        )
+        lines += [
+            "",
+            f"Depth the search reached within its budget: median {median}, {depths[0]} to {depths[-1]} "
+            f"over {len(depths)} graphs (passes in its deepest level).",
+        ]
     differ = [row for row in rows if "outputs_differ" in row and row.get("vs_default") is not None]
     if differ:
         lines += ["", "Outputs that differ from XLA's default executable (same inputs, dtype tolerance):", ""]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -46,6 +46,7 @@ class SearchResult:
     seconds: float
     applied: list[str] = field(default_factory=list)  # instance keys, for fair counting
     module: HloModule | None = field(default=None, repr=False, compare=False)  # after `sequence`
+    depth: int | None = None  # beam search: how many levels it expanded within the budget
 
 
 class _Budget:
@@ -182,7 +183,7 @@ def beam_search(
     """Keep the `width` best distinct modules at each depth, expand each by every action."""
     started, calls = time.perf_counter(), _Budget(budget, cancel)
     start = _start(driver, module, calls)
-    best, beam = start, [start]
+    best, beam, depth = start, [start], 0
     for _ in range(max_length):
         expanded: dict[tuple[str, tuple[str, ...], tuple[str, ...]], _State] = {}
         for state in beam:
@@ -195,12 +196,12 @@ def beam_search(
                     expanded[key] = following
         if not expanded:
             break
-        beam = sorted(expanded.values(), key=_rank)[:width]
+        beam, depth = sorted(expanded.values(), key=_rank)[:width], depth + 1
         if beam[0].op_count < best.op_count:
             best = beam[0]
         if calls.left() < 2:
             break
-    return _result("beam", best, calls, started)
+    return replace(_result("beam", best, calls, started), depth=depth)
 
 
 def replay_search(driver: PassDriver, module: HloModule) -> SearchResult:
