@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from xlabench.agents import train
-from xlabench.agents.networks import ValueFeaturesPolicy
-from xlabench.agents.train import ENVIRONMENT, WARM_START, policy_kwargs
+from xlabench.agents.train import ENVIRONMENT, WARM_START
 from xlabench.env import PassOrderingEnv
+from xlabench.policies.networks import ValueFeaturesPolicy, policy_kwargs
 from xlabench.xla import default_driver
 
 

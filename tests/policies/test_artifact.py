@@ -82,8 +82,9 @@ def _untrained_weights(action_count: int) -> dict:
     """The state dict of an untrained network for `action_count` actions, as retrain would save it."""
     from gymnasium import spaces
 
-    from xlabench.agents.train import ACTIVATION, NET_ARCH, policy_class, policy_kwargs
+    from xlabench.agents.train import ACTIVATION, NET_ARCH
     from xlabench.env.pass_ordering import observation_space
+    from xlabench.policies.networks import policy_class, policy_kwargs
 
     network = policy_class("ppo")(
         observation_space(action_count),

@@ -7,9 +7,9 @@ greedy choice and the target's max, and DQN's random exploration draws among all
 masked action is never taken, so it is never a refused step with a penalty; the algorithms compare on
 the same footing as PPO (the paper's comparison, issue 34).
 
-The feature extractor never reads `action_mask` (`networks.ObservationExtractor`), so the weights are
-those of a network without it: a stored policy rolls out from the plain observation, masked by
-`Policy.act` as every algorithm is.
+The networks (`xlabench.policies.networks`: `MaskedActorCriticPolicy`, `MaskedQPolicy`) never read
+`action_mask` as an input, so the weights are those of a network without it: a stored policy rolls out
+from the plain observation, masked by `Policy.act` as every algorithm is.
 """
 
 from __future__ import annotations
@@ -18,15 +18,10 @@ from typing import Any
 
 import gymnasium
 import numpy as np
-import torch
 from gymnasium import spaces
 from stable_baselines3 import DQN
-from stable_baselines3.common.policies import MultiInputActorCriticPolicy
-from stable_baselines3.dqn.policies import MultiInputPolicy, QNetwork
 
-from xlabench.agents.networks import MASK_KEY
-
-MASKED_LOGIT = -1e8  # as sb3-contrib's MaskableCategorical: a finite value keeps gradients finite
+from xlabench.policies.networks import MASK_KEY
 
 
 class MaskInObservation(gymnasium.ObservationWrapper):
@@ -45,56 +40,6 @@ class MaskInObservation(gymnasium.ObservationWrapper):
     def action_masks(self) -> np.ndarray:
         """The wrapped environment's mask (evaluation applies it to every algorithm)."""
         return self.env.unwrapped.action_masks()
-
-
-def _allowed(observations: Any) -> torch.Tensor | None:
-    """The boolean mask carried by a batch of observations, or None (a plain observation)."""
-    mask = observations.get(MASK_KEY) if isinstance(observations, dict) else None
-    return None if mask is None else mask > 0.5
-
-
-class MaskedActorCriticPolicy(MultiInputActorCriticPolicy):
-    """An actor-critic (A2C, TRPO) whose action distribution is masked by the observation's mask."""
-
-    _mask: torch.Tensor | None = None
-
-    # stable-baselines3 builds every action distribution in `_get_action_dist_from_latent`, which sees
-    # only the latent features: each entry point that makes one keeps its observations' mask first.
-    def forward(self, obs: Any, deterministic: bool = False) -> Any:
-        self._mask = _allowed(obs)
-        return super().forward(obs, deterministic)
-
-    def evaluate_actions(self, obs: Any, actions: torch.Tensor) -> Any:
-        self._mask = _allowed(obs)
-        return super().evaluate_actions(obs, actions)
-
-    def get_distribution(self, obs: Any) -> Any:
-        self._mask = _allowed(obs)
-        return super().get_distribution(obs)
-
-    def _get_action_dist_from_latent(self, latent_pi: torch.Tensor) -> Any:
-        distribution = super()._get_action_dist_from_latent(latent_pi)
-        if self._mask is not None:
-            logits = distribution.distribution.logits.masked_fill(~self._mask, MASKED_LOGIT)
-            distribution.distribution = torch.distributions.Categorical(logits=logits)
-        return distribution
-
-
-class MaskedQNetwork(QNetwork):
-    """DQN's Q-network with masked actions valued far below any allowed one."""
-
-    def forward(self, obs: Any) -> torch.Tensor:
-        values = super().forward(obs)
-        mask = _allowed(obs)
-        return values if mask is None else values.masked_fill(~mask, MASKED_LOGIT)
-
-
-class MaskedQPolicy(MultiInputPolicy):
-    """DQN's policy (online and target networks) built from `MaskedQNetwork`."""
-
-    def make_q_net(self) -> QNetwork:
-        net_args = self._update_features_extractor(self.net_args, features_extractor=None)
-        return MaskedQNetwork(**net_args).to(self.device)
 
 
 class MaskedDQN(DQN):

@@ -10,7 +10,7 @@ Algorithms (the paper's comparison):
 - ppo-shaping: ppo plus potential-based shaping from XLA's cost analysis (`CostShaping`);
 - ppo-value: ppo whose value function also sees the cost analysis (`ValueFeaturesPolicy`);
 - a2c, dqn (stable-baselines3) and trpo (sb3-contrib): masked too, through the observation
-  (`xlabench.agents.masking`): a masked action is never taken, as in MaskablePPO.
+  (`xlabench.agents.masking`, `xlabench.policies.networks`): a masked action is never taken.
 The policy never sees the cost analysis (`ObservationExtractor` hides it), so a rollout needs none.
 """
 
@@ -27,6 +27,8 @@ from typing import Any
 
 import gymnasium
 import numpy as np
+
+from xlabench.policies.networks import MASKABLE
 
 ALGORITHMS = ("ppo", "ppo-shaping", "ppo-value", "a2c", "dqn", "trpo")
 
@@ -93,8 +95,6 @@ HYPERPARAMETERS: dict[str, dict[str, Any]] = {
 }
 HYPERPARAMETERS["ppo-shaping"] = {**HYPERPARAMETERS["ppo"], "shaping_coefficient": 0.1}
 HYPERPARAMETERS["ppo-value"] = dict(HYPERPARAMETERS["ppo"])
-
-MASKABLE = ("ppo", "ppo-shaping", "ppo-value")
 
 # Warm start (actor-critic algorithms): behaviour cloning of XLA's own effective order on the
 # training graphs before any reinforcement learning, then `dagger_rounds` of DAgger: roll out,
@@ -221,33 +221,6 @@ def make_environment(
     return build
 
 
-def policy_class(algorithm: str) -> type:
-    """The network class `algorithm` trains (and a stored policy of it is rebuilt with)."""
-    from sb3_contrib.common.maskable.policies import MaskableMultiInputActorCriticPolicy
-
-    from xlabench.agents.masking import MaskedActorCriticPolicy, MaskedQPolicy
-    from xlabench.agents.networks import ValueFeaturesPolicy
-
-    if algorithm == "ppo-value":
-        return ValueFeaturesPolicy
-    if algorithm in MASKABLE:
-        return MaskableMultiInputActorCriticPolicy
-    return MaskedQPolicy if algorithm == "dqn" else MaskedActorCriticPolicy
-
-
-def policy_kwargs(net_arch: list[int], activation: str) -> dict[str, Any]:
-    """The network's shape: MLP sizes, activation, and the extractor that hides the cost analysis."""
-    import torch
-
-    from xlabench.agents.networks import ObservationExtractor
-
-    return {
-        "net_arch": list(net_arch),
-        "activation_fn": {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[activation],
-        "features_extractor_class": ObservationExtractor,
-    }
-
-
 def hyperparameters_of(algorithm: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """`algorithm`'s hyperparameters from this file, with `overrides` (`retrain --set KEY=VALUE`)."""
     if algorithm not in ALGORITHMS:
@@ -270,6 +243,7 @@ def build_model(
 
     from xlabench.agents.anchored import AnchoredMaskablePPO
     from xlabench.agents.masking import MaskedDQN
+    from xlabench.policies.networks import policy_class, policy_kwargs
 
     settings = hyperparameters_of(algorithm, overrides)
     settings.pop("shaping_coefficient", None)

@@ -37,8 +37,8 @@ class Policy:
         import torch
         from gymnasium import spaces
 
-        from xlabench.agents.train import policy_class, policy_kwargs
         from xlabench.env.pass_ordering import observation_space
+        from xlabench.policies.networks import policy_class, policy_kwargs
 
         self.artifact = artifact
         metadata = artifact.metadata

@@ -1,0 +1,127 @@
+"""The networks a policy is made of, built the same way to train one and to load one.
+
+What they see: the policy never sees XLA's cost analysis; the value function may.
+
+The paper's second enhancement gives the value function features the policy does not get. Both
+extractors here are parameter-free flattenings of the observation `Dict` (keys in sorted order, as
+stable-baselines3's `CombinedExtractor`) with the same width; the policy's copy of the hidden keys
+is zero. A policy that never reads cost analysis also needs none of it to act.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from gymnasium import spaces
+from sb3_contrib.common.maskable.policies import MaskableMultiInputActorCriticPolicy
+from stable_baselines3.common.policies import MultiInputActorCriticPolicy
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+from stable_baselines3.dqn.policies import MultiInputPolicy, QNetwork
+
+VALUE_ONLY_KEYS = ("cost",)
+# The action mask some algorithms get in their observation (`xlabench.agents.masking`): it masks the
+# output and is never an input, so a network's weights are the same with it or without it.
+MASK_KEY = "action_mask"
+MASKED_LOGIT = -1e8  # as sb3-contrib's MaskableCategorical: a finite value keeps gradients finite
+# The algorithms whose networks take the mask as an argument (sb3-contrib's MaskablePPO).
+MASKABLE = ("ppo", "ppo-shaping", "ppo-value")
+
+
+class ObservationExtractor(BaseFeaturesExtractor):
+    """Flatten the observation `Dict`, zeroing the keys in `hidden_keys`."""
+
+    def __init__(
+        self, observation_space: spaces.Dict, hidden_keys: tuple[str, ...] = VALUE_ONLY_KEYS
+    ) -> None:
+        self.keys = sorted(key for key in observation_space.spaces if key != MASK_KEY)
+        widths = [int(observation_space.spaces[key].shape[0]) for key in self.keys]
+        super().__init__(observation_space, features_dim=sum(widths))
+        self.hidden_keys = tuple(hidden_keys)
+
+    def forward(self, observations: dict[str, torch.Tensor]) -> torch.Tensor:
+        parts = [
+            torch.zeros_like(observations[key]) if key in self.hidden_keys else observations[key]
+            for key in self.keys
+        ]
+        return torch.cat([part.flatten(start_dim=1) for part in parts], dim=1)
+
+
+class ValueFeaturesPolicy(MaskableMultiInputActorCriticPolicy):
+    """MaskablePPO's actor-critic, with the cost analysis visible to the value function only."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["features_extractor_class"] = ObservationExtractor
+        kwargs["share_features_extractor"] = False
+        super().__init__(*args, **kwargs)
+        # Parameter-free extractors of equal width: swapping them after the build keeps the
+        # optimizer's parameter list and the MLP input sizes as they are.
+        self.vf_features_extractor = ObservationExtractor(self.observation_space, hidden_keys=())
+
+
+def _allowed(observations: Any) -> torch.Tensor | None:
+    """The boolean mask carried by a batch of observations, or None (a plain observation)."""
+    mask = observations.get(MASK_KEY) if isinstance(observations, dict) else None
+    return None if mask is None else mask > 0.5
+
+
+class MaskedActorCriticPolicy(MultiInputActorCriticPolicy):
+    """An actor-critic (A2C, TRPO) whose action distribution is masked by the observation's mask."""
+
+    _mask: torch.Tensor | None = None
+
+    # stable-baselines3 builds every action distribution in `_get_action_dist_from_latent`, which sees
+    # only the latent features: each entry point that makes one keeps its observations' mask first.
+    def forward(self, obs: Any, deterministic: bool = False) -> Any:
+        self._mask = _allowed(obs)
+        return super().forward(obs, deterministic)
+
+    def evaluate_actions(self, obs: Any, actions: torch.Tensor) -> Any:
+        self._mask = _allowed(obs)
+        return super().evaluate_actions(obs, actions)
+
+    def get_distribution(self, obs: Any) -> Any:
+        self._mask = _allowed(obs)
+        return super().get_distribution(obs)
+
+    def _get_action_dist_from_latent(self, latent_pi: torch.Tensor) -> Any:
+        distribution = super()._get_action_dist_from_latent(latent_pi)
+        if self._mask is not None:
+            logits = distribution.distribution.logits.masked_fill(~self._mask, MASKED_LOGIT)
+            distribution.distribution = torch.distributions.Categorical(logits=logits)
+        return distribution
+
+
+class MaskedQNetwork(QNetwork):
+    """DQN's Q-network with masked actions valued far below any allowed one."""
+
+    def forward(self, obs: Any) -> torch.Tensor:
+        values = super().forward(obs)
+        mask = _allowed(obs)
+        return values if mask is None else values.masked_fill(~mask, MASKED_LOGIT)
+
+
+class MaskedQPolicy(MultiInputPolicy):
+    """DQN's policy (online and target networks) built from `MaskedQNetwork`."""
+
+    def make_q_net(self) -> QNetwork:
+        net_args = self._update_features_extractor(self.net_args, features_extractor=None)
+        return MaskedQNetwork(**net_args).to(self.device)
+
+
+def policy_class(algorithm: str) -> type:
+    """The network class `algorithm` trains (and a stored policy of it is rebuilt with)."""
+    if algorithm == "ppo-value":
+        return ValueFeaturesPolicy
+    if algorithm in MASKABLE:
+        return MaskableMultiInputActorCriticPolicy
+    return MaskedQPolicy if algorithm == "dqn" else MaskedActorCriticPolicy
+
+
+def policy_kwargs(net_arch: list[int], activation: str) -> dict[str, Any]:
+    """The network's shape: MLP sizes, activation, and the extractor that hides the cost analysis."""
+    return {
+        "net_arch": list(net_arch),
+        "activation_fn": {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[activation],
+        "features_extractor_class": ObservationExtractor,
+    }
