@@ -10,8 +10,8 @@ import json
 import shutil
 
 from xlabench.cli import main
+from xlabench.cli.bench.compiler import REPLAY_TOLERANCE
 from xlabench.graphs import resolve_graphs
-from xlabench.xla.bench import REPLAY_TOLERANCE
 from xlabench.xla.catalogue import COUNTING_POINT_PASS
 from xlabench.xla.replay import (
     FIXED_POINT_ROUND_LIMIT,

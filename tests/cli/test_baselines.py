@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from xlabench.baselines.cli import median_rows
 from xlabench.baselines.storage import load
 from xlabench.cli import main
+from xlabench.cli.baselines import median_rows
 
 GRAPH = "mlp_mixer-infer-l2-d64-p4-i16-b2-bf16"
 

@@ -127,7 +127,7 @@ def time_each_pass(driver: PassDriver, module: HloModule, actions: list[str]) ->
 
 def run_driver_benchmark(args: argparse.Namespace) -> int:
     """Time apply_pass for every action pass against full compiles of the same module."""
-    from xlabench.xla.cli import load_module
+    from xlabench.cli.compiler import load_module
 
     module = load_module(args.graph or default_benchmark_graph())
     driver = PassDriver(use_cache=False)

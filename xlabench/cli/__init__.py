@@ -1,4 +1,4 @@
-"""The `xlabench` command line: each subcommand lives beside the code it drives."""
+"""The `xlabench` command line: one module per subcommand, over the library packages it drives."""
 
 from __future__ import annotations
 
@@ -12,39 +12,39 @@ from xlabench.xla.compilers import COMPILER_VARIABLE, resolve_compiler
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the top-level parser with every subcommand registered."""
-    from xlabench.agents import cli as agents_cli
-    from xlabench.baselines import cli as baselines_cli
-    from xlabench.env import bench as env_bench
-    from xlabench.eval import cli as eval_cli
+    from xlabench.cli import baselines as baselines_cli
+    from xlabench.cli import compiler as compiler_cli
+    from xlabench.cli import eval as eval_cli
+    from xlabench.cli import graphs as graphs_cli
+    from xlabench.cli import policies as policies_cli
+    from xlabench.cli import retrain as retrain_cli
+    from xlabench.cli.bench import compiler as compiler_bench
+    from xlabench.cli.bench import env as env_bench
+    from xlabench.cli.bench import scaling as scaling_bench
     from xlabench.eval import compare as eval_compare
     from xlabench.eval import compiler_diff
-    from xlabench.graphs import cli as graphs_cli
     from xlabench.interactive import advise as interactive_advise
     from xlabench.interactive import serve as interactive_serve
-    from xlabench.policies import cli as policies_cli
-    from xlabench.xla import bench as xla_bench
-    from xlabench.xla import cli as xla_cli
-    from xlabench.xla import scaling as xla_scaling
 
     parser = argparse.ArgumentParser(prog="xlabench", description=__doc__)
     subparsers = parser.add_subparsers(dest="command", required=True)
-    xla_cli.register(subparsers)
+    compiler_cli.register(subparsers)
     graphs_cli.register(subparsers)
     eval_cli.register(subparsers)
     eval_compare.register(subparsers)
-    agents_cli.register(subparsers)
+    retrain_cli.register(subparsers)
     policies_cli.register(subparsers)
     baselines_cli.register(subparsers)
     interactive_serve.register(subparsers)
     interactive_advise.register(subparsers)
     bench = subparsers.add_parser("bench", help="benchmarks that print figures (speed, robustness)")
     bench_subparsers = bench.add_subparsers(dest="benchmark", required=True)
-    xla_bench.register(bench_subparsers)
-    xla_scaling.register(bench_subparsers)
+    compiler_bench.register(bench_subparsers)
+    scaling_bench.register(bench_subparsers)
     env_bench.register(bench_subparsers)
     compilers = subparsers.add_parser("compilers", help="other jaxlib releases side by side: add, list, diff")
     compilers_subparsers = compilers.add_subparsers(dest="compilers_command", required=True)
-    xla_cli.register_compilers(compilers_subparsers)
+    compiler_cli.register_compilers(compilers_subparsers)
     compiler_diff.register(compilers_subparsers)
     for command in COMPILING_COMMANDS:
         for leaf in _leaf_parsers(subparsers.choices[command]):
@@ -90,7 +90,3 @@ def main(argv: list[str] | None = None) -> int:
         # The reader went away (e.g. `| head`): stop quietly, as Unix tools do.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
-
-
-if __name__ == "__main__":
-    sys.exit(main())

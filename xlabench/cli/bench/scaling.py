@@ -21,9 +21,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from xlabench.cli.bench.compiler import time_each_pass
 from xlabench.errors import UserInputError
 from xlabench.files import write_atomically
-from xlabench.xla.bench import time_each_pass
 from xlabench.xla.catalogue import ACTION_SETS
 from xlabench.xla.driver import PassDriver
 

@@ -36,9 +36,9 @@ def run_env_benchmark(args: argparse.Namespace) -> int:
     Two environments step in lockstep on the same actions, each with its own driver: one counts
     every step (the default), one only at the episode's end (`count_every_step=False`).
     """
+    from xlabench.cli.bench.compiler import default_benchmark_graph
     from xlabench.env import PassOrderingEnv
     from xlabench.xla import PassDriver
-    from xlabench.xla.bench import default_benchmark_graph
 
     graph = args.graph or default_benchmark_graph()
     counted, uncounted = (

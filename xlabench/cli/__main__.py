@@ -1,0 +1,7 @@
+"""`python -m xlabench.cli`: the `xlabench` command."""
+
+import sys
+
+from xlabench.cli import main
+
+sys.exit(main())

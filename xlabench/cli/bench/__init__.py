@@ -1,0 +1,1 @@
+"""`xlabench bench ...`: benchmark commands that print figures (speed, fidelity, robustness), never assert."""
