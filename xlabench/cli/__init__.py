@@ -12,31 +12,31 @@ from xlabench.xla.compilers import COMPILER_VARIABLE, resolve_compiler
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the top-level parser with every subcommand registered."""
+    from xlabench.cli import advise as advise_cli
     from xlabench.cli import baselines as baselines_cli
+    from xlabench.cli import compare as compare_cli
     from xlabench.cli import compiler as compiler_cli
+    from xlabench.cli import compilers_diff as compilers_diff_cli
     from xlabench.cli import eval as eval_cli
     from xlabench.cli import graphs as graphs_cli
+    from xlabench.cli import interactive as interactive_cli
     from xlabench.cli import policies as policies_cli
     from xlabench.cli import retrain as retrain_cli
     from xlabench.cli.bench import compiler as compiler_bench
     from xlabench.cli.bench import env as env_bench
     from xlabench.cli.bench import scaling as scaling_bench
-    from xlabench.eval import compare as eval_compare
-    from xlabench.eval import compiler_diff
-    from xlabench.interactive import advise as interactive_advise
-    from xlabench.interactive import serve as interactive_serve
 
     parser = argparse.ArgumentParser(prog="xlabench", description=__doc__)
     subparsers = parser.add_subparsers(dest="command", required=True)
     compiler_cli.register(subparsers)
     graphs_cli.register(subparsers)
     eval_cli.register(subparsers)
-    eval_compare.register(subparsers)
+    compare_cli.register(subparsers)
     retrain_cli.register(subparsers)
     policies_cli.register(subparsers)
     baselines_cli.register(subparsers)
-    interactive_serve.register(subparsers)
-    interactive_advise.register(subparsers)
+    interactive_cli.register(subparsers)
+    advise_cli.register(subparsers)
     bench = subparsers.add_parser("bench", help="benchmarks that print figures (speed, robustness)")
     bench_subparsers = bench.add_subparsers(dest="benchmark", required=True)
     compiler_bench.register(bench_subparsers)
@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     compilers = subparsers.add_parser("compilers", help="other jaxlib releases side by side: add, list, diff")
     compilers_subparsers = compilers.add_subparsers(dest="compilers_command", required=True)
     compiler_cli.register_compilers(compilers_subparsers)
-    compiler_diff.register(compilers_subparsers)
+    compilers_diff_cli.register(compilers_subparsers)
     for command in COMPILING_COMMANDS:
         for leaf in _leaf_parsers(subparsers.choices[command]):
             leaf.add_argument(

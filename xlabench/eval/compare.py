@@ -16,7 +16,6 @@ start and on the first such version given, and `performance_profiles_SPEC.png`.
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import os
@@ -29,30 +28,9 @@ import numpy as np
 from xlabench.agents.seeds import SeedScores
 from xlabench.errors import UserInputError
 from xlabench.eval.evaluate import summarize
-from xlabench.files import write_atomically
 
 # The bar a single graph is held to: vs_default below it counts as a graph lost to XLA's default.
 BELOW = 0.98
-
-
-def register(subparsers: Any) -> None:
-    """Add the `compare` subcommand."""
-    parser = subparsers.add_parser(
-        "compare", help="compare `xlabench eval --json` results per split and family"
-    )
-    parser.add_argument(
-        "results",
-        nargs="+",
-        help="JSON files written by `xlabench eval --json`, or policy version directories",
-    )
-    parser.add_argument(
-        "--report",
-        metavar="DIR",
-        required=True,
-        help="write report.md, report.png (and training_curves.png for policies)",
-    )
-    parser.add_argument("--title", default="Pass-ordering strategies against XLA's default pipeline")
-    parser.set_defaults(handler=run_compare)
 
 
 def load_result(path: str) -> dict[str, Any]:
@@ -125,7 +103,7 @@ def seeds_markdown(runs: list[SeedRuns]) -> list[str]:
         return f"{part['estimate']:.4f} [{part['low']:.4f}, {part['high']:.4f}]"
 
     lines: list[str] = []
-    for spec, group in _by_selection(runs).items():
+    for spec, group in by_selection(runs).items():
         first = group[0]
         columns = ["policy", "seeds", "graphs", "geomean vs_default", "IQM", "warm start geomean",
                    "P(> its warm start)", f"P(> {first.label})"]  # fmt: skip
@@ -159,7 +137,7 @@ def seeds_markdown(runs: list[SeedRuns]) -> list[str]:
     return lines
 
 
-def _by_selection(runs: list[SeedRuns]) -> dict[str, list[SeedRuns]]:
+def by_selection(runs: list[SeedRuns]) -> dict[str, list[SeedRuns]]:
     """Runs grouped by selection split; within a group every run must have scored the same graphs."""
     groups: dict[str, list[SeedRuns]] = defaultdict(list)
     for run in runs:
@@ -306,29 +284,6 @@ def plot_curves(documents: list[dict[str, Any]]) -> bytes | None:
     figure.savefig(buffer, format="png", dpi=120)
     plt.close(figure)
     return buffer.getvalue()
-
-
-def run_compare(args: argparse.Namespace) -> int:
-    """Load every result, write report.md, report.png (training_curves.png), print the table."""
-    from xlabench.agents.seeds import performance_profiles_figure
-
-    documents = load_results(args.results)
-    seed_runs = [runs for path in args.results if os.path.isdir(path) and (runs := load_seed_runs(path))]
-    os.makedirs(args.report, exist_ok=True)
-    table = markdown(args.title, documents, seed_runs)
-    write_atomically(os.path.join(args.report, "report.md"), table.encode())
-    if documents:
-        write_atomically(os.path.join(args.report, "report.png"), plot(args.title, documents))
-    curves = plot_curves(documents)
-    if curves is not None:
-        write_atomically(os.path.join(args.report, "training_curves.png"), curves)
-    for spec, group in _by_selection(seed_runs).items():
-        figure = performance_profiles_figure(
-            {run.label: run.matrix() for run in group}, f"{args.title}: {spec}"
-        )
-        write_atomically(os.path.join(args.report, f"performance_profiles_{spec}.png"), figure)
-    print(table, end="")
-    return 0
 
 
 def _figure(value: float | None) -> str:

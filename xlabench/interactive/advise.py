@@ -1,4 +1,4 @@
-"""`xlabench advise`: xlabench as the host of MLGO's interactive protocol, serving a shipped policy.
+"""xlabench as the host of MLGO's interactive protocol, serving a shipped policy (`xlabench advise`).
 
 It makes the FIFOs `BASE.in` and `BASE.out`, starts COMMAND (a compiler that speaks the protocol and
 opens them), reads the header, answers every observation with the policy's advice (its most likely
@@ -8,11 +8,9 @@ policy cannot take are refused in one line (exit 2) and COMMAND is terminated.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
-import sys
 from typing import Any
 
 import numpy as np
@@ -29,35 +27,16 @@ from xlabench.interactive.protocol import (
 from xlabench.interactive.serve import DEFAULT_TIMEOUT
 
 
-def register(subparsers: Any) -> None:
-    """Add the `advise` subcommand."""
-    parser = subparsers.add_parser(
-        "advise", help="serve a policy's advice to a compiler speaking MLGO's interactive protocol"
-    )
-    parser.add_argument("--policy", default="general", help="NAME or NAME@vX.Y (default general)")
-    parser.add_argument(
-        "--channel-base", required=True, metavar="BASE", help="the FIFOs to make: BASE.in, BASE.out"
-    )
-    parser.add_argument(
-        "--timeout",
-        type=float,
-        default=DEFAULT_TIMEOUT,
-        help="seconds to wait for the compiler (default 300)",
-    )
-    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND ...: the compiler to start")
-    parser.set_defaults(handler=run_advise)
-
-
-def run_advise(args: argparse.Namespace) -> int:
-    """Start the compiler, advise it until it closes its channel, exit with its exit code."""
+def advise(policy_name: str, channel_base: str, command: list[str], timeout: float = DEFAULT_TIMEOUT) -> int:
+    """Start the compiler `command`, advise it with the policy until it closes its channel; its exit
+    code. Features the policy cannot take, or a compiler that stopped listening: UserInputError."""
     from xlabench.policies.policy import load_policy
     from xlabench.xla import default_driver
 
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         raise UserInputError("advise needs the compiler to start: xlabench advise ... -- COMMAND ...")
-    policy = load_policy(args.policy, default_driver())
-    inbound_path, outbound_path = make_fifos(args.channel_base)
+    policy = load_policy(policy_name, default_driver())
+    inbound_path, outbound_path = make_fifos(channel_base)
     try:
         process = subprocess.Popen(command)
     except OSError as error:
@@ -66,9 +45,9 @@ def run_advise(args: argparse.Namespace) -> int:
     descriptors: list[int] = []
     problem: Exception | None = None
     try:
-        descriptors.append(open_fifo(inbound_path, "w", args.timeout, alive))
-        descriptors.append(open_fifo(outbound_path, "r", args.timeout))
-        observations = Reader(descriptors[1], str(outbound_path), args.timeout, alive)
+        descriptors.append(open_fifo(inbound_path, "w", timeout, alive))
+        descriptors.append(open_fifo(outbound_path, "r", timeout))
+        observations = Reader(descriptors[1], str(outbound_path), timeout, alive)
         _serve(policy, observations, descriptors[0], str(inbound_path))
     except (ChannelClosed, _Refused) as error:
         problem = error
@@ -81,8 +60,7 @@ def run_advise(args: argparse.Namespace) -> int:
     if problem is not None:
         killed = _stop(process)
         if killed or isinstance(problem, _Refused) or process.returncode == 0:
-            print(f"xlabench: error: advise: {problem}", file=sys.stderr)
-            return 2
+            raise UserInputError(f"advise: {problem}")
     code = process.wait()  # the compiler may go on compiling after its last decision: its own time
     return code if code >= 0 else 128 - code  # a compiler killed by a signal: the shell's convention
 

@@ -1,4 +1,4 @@
-"""`xlabench interactive`: xlabench as the compiler of MLGO's interactive protocol.
+"""xlabench as the compiler of MLGO's interactive protocol (`xlabench interactive`).
 
 An MLGO host (LLVM's `InteractiveModelRunner` protocol, `xlabench.interactive.protocol`) orders XLA's
 passes on one graph: at each decision xlabench writes the environment's observation (the features of
@@ -10,17 +10,13 @@ sequence: graph, sequence, I, D, R, vs_default, compiler calls.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import sys
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from xlabench.errors import UserInputError
-from xlabench.files import write_atomically
 from xlabench.interactive.protocol import (
     ChannelClosed,
     Reader,
@@ -61,90 +57,61 @@ def feature_specs(observation_space: Any, action_count: int) -> list[TensorSpec]
     return [*specs, TensorSpec("action_mask", (action_count,), "int64_t")]
 
 
-def register(subparsers: Any) -> None:
-    """Add the `interactive` subcommand."""
-    parser = subparsers.add_parser(
-        "interactive", help="let an MLGO host order XLA's passes on a graph through two FIFOs"
-    )
-    parser.add_argument("graph", help="one graph: a suite graph's name or an .hlo file")
-    parser.add_argument(
-        "--channel-base", required=True, metavar="BASE", help="the host's FIFOs: BASE.in, BASE.out"
-    )
-    parser.add_argument(
-        "--actions", default=DEFAULT_ACTION_SET, help=f"action set (default {DEFAULT_ACTION_SET})"
-    )
-    parser.add_argument(
-        "--max-steps",
-        type=int,
-        default=DEFAULT_MAX_STEPS,
-        help=f"decisions at most (default {DEFAULT_MAX_STEPS})",
-    )
-    parser.add_argument("--score", action="store_true", help="also send each decision's reward (float)")
-    parser.add_argument(
-        "--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds to wait for the host (default 300)"
-    )
-    parser.add_argument("--json", metavar="FILE", help="also write the result as JSON to FILE")
-    parser.set_defaults(handler=run_interactive)
-
-
-def run_interactive(args: argparse.Namespace) -> int:
-    """Serve one episode to the host; print the result. Bad advice or a host gone: one line, exit 2."""
+def serve_episode(
+    graph_spec: str,
+    channel_base: str,
+    action_set: str = DEFAULT_ACTION_SET,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    score: bool = False,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> EpisodeResult:
+    """Serve one episode on one graph to the host at `channel_base`; bad advice or a host gone raise
+    UserInputError (one line)."""
     from xlabench.env import PassOrderingEnv
     from xlabench.graphs import resolve_graphs
     from xlabench.xla import default_driver
 
-    graphs = resolve_graphs(args.graph)
+    graphs = resolve_graphs(graph_spec)
     if len(graphs) != 1:
-        raise UserInputError(f"{args.graph}: names {len(graphs)} graphs; interactive takes one")
+        raise UserInputError(f"{graph_spec}: names {len(graphs)} graphs; interactive takes one")
     graph = graphs[0]
     driver = default_driver()
-    actions = driver.catalogue.action_passes(args.actions)
+    actions = driver.catalogue.action_passes(action_set)
     env = PassOrderingEnv(
         graphs=[graph],
         actions=actions,
-        max_steps=args.max_steps,
+        max_steps=max_steps,
         driver=driver,
         count_every_step=False,
-        rewards=args.score,
+        rewards=score,
         mask_missing_actions=True,
     )
     observation, info = env.reset(
         seed=0, options={"graph": graph.name}
     )  # I, D (and R0) before the host waits
     features = feature_specs(env.observation_space, len(actions))
-    base = args.channel_base
+    base = channel_base
     try:
-        inbound = open_fifo(f"{base}.in", "r", args.timeout)
+        inbound = open_fifo(f"{base}.in", "r", timeout)
     except OSError as error:
         raise UserInputError(f"{base}.in: {error.strerror}") from None
     try:
-        outbound = open_fifo(f"{base}.out", "w", args.timeout)
+        outbound = open_fifo(f"{base}.out", "w", timeout)
     except (ChannelClosed, OSError) as error:
         os.close(inbound)
         raise UserInputError(f"{base}: {error}") from None
-    advice_reader = Reader(inbound, f"{base}.in", args.timeout)
+    advice_reader = Reader(inbound, f"{base}.in", timeout)
     try:
         write_all(
-            outbound, header(features, ADVICE, SCORE if args.score else None, actions=actions), f"{base}.out"
+            outbound, header(features, ADVICE, SCORE if score else None, actions=actions), f"{base}.out"
         )
         write_all(outbound, json_line({"context": graph.name}), f"{base}.out")
-        result = _episode(env, observation, info, features, advice_reader, outbound, args)
-    except ChannelClosed as closed:
-        print(f"xlabench: error: interactive: {closed}", file=sys.stderr)
-        return 2
-    except _BadAdvice as bad:
-        print(f"xlabench: error: interactive: {bad}", file=sys.stderr)
-        return 2
+        return _episode(env, observation, info, features, advice_reader, outbound, f"{base}.out", score)
+    except (ChannelClosed, _BadAdvice) as problem:
+        raise UserInputError(f"interactive: {problem}") from None
     finally:
         for descriptor in (inbound, outbound):
             os.close(descriptor)
-    print(
-        f"{result.name}: I {result.I}, D {result.D}, R {result.R}, vs_default {result.vs_default:.4f}, "
-        f"{result.calls} compiler calls; sequence: {' '.join(result.sequence) or '(none)'}"
-    )
-    if args.json:
-        write_atomically(args.json, (json.dumps(asdict(result), indent=2) + "\n").encode())
-    return 0
 
 
 class _BadAdvice(Exception):
@@ -158,10 +125,10 @@ def _episode(
     features: list[TensorSpec],
     advice_reader: Reader,
     outbound: int,
-    args: argparse.Namespace,
+    name: str,
+    score: bool,
 ) -> EpisodeResult:
     """Decisions until the host stops or the step cap; the result counted as `rollout` counts it."""
-    name = f"{args.channel_base}.out"
     stop = len(env.actions)
     applications, decision, done = 0, 0, False
     while not done:
@@ -180,7 +147,7 @@ def _episode(
             )
         observation, reward, terminated, truncated, info = env.step(advice)
         applications += info["calls"]
-        if args.score:
+        if score:
             write_all(outbound, json_line({"outcome": decision}) + SCORE.encode([reward]) + b"\n", name)
         decision += 1
         done = terminated or truncated

@@ -1,0 +1,58 @@
+"""`xlabench compilers diff`: what a compiler change does to every graph (`xlabench.eval.compiler_diff`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from xlabench.errors import UserInputError
+from xlabench.eval.compiler_diff import print_diff, run_compiler_diff, write_diff_report
+from xlabench.eval.evaluate import DEFAULT_POLICY
+from xlabench.files import write_atomically
+from xlabench.graphs import resolve_graphs
+from xlabench.xla.compilers import resolve_compiler
+
+
+def register(subparsers: Any) -> None:
+    """Add `compilers diff` to the `compilers` group."""
+    parser = subparsers.add_parser("diff", help="what a compiler change does to every graph, and which pass")
+    parser.add_argument("base", help="jaxlib release of the base (the installed one, or an added one)")
+    parser.add_argument("head", help="jaxlib release of the head")
+    parser.add_argument("--graphs", default="all", help="graph SPEC (default all)")
+    parser.add_argument("--policy", default=DEFAULT_POLICY, help=f"NAME[@vX.Y] (default {DEFAULT_POLICY})")
+    parser.add_argument("--json", metavar="FILE", help="write the diff as one JSON document")
+    parser.add_argument("--report", metavar="DIR", help="write report.md and changes.png to DIR")
+    parser.add_argument("--no-runtime", action="store_true", help="skip executing: no runtimes, no outputs")
+    parser.add_argument("--repeats", type=int, default=20, help="timed runs of each executable")
+    parser.add_argument(
+        "--workers", type=int, default=2, help="graphs at a time (a worker per compiler each)"
+    )
+    parser.add_argument(
+        "--tolerance",
+        type=float,
+        default=0.0,
+        help="D or R may grow this much (relative) before it regresses",
+    )
+    parser.set_defaults(handler=run_diff_command)
+
+
+def run_diff_command(args: argparse.Namespace) -> int:
+    """Exit 1 when a graph regressed on head, 0 otherwise; files are written whole, at the end."""
+    if args.tolerance < 0:
+        raise UserInputError(f"--tolerance must be 0 or more, not {args.tolerance}")
+    base, head = resolve_compiler(args.base), resolve_compiler(args.head)
+    if base == head:
+        raise UserInputError(f"base and head are both jaxlib {base.version}: nothing to diff")
+    graphs = resolve_graphs(args.graphs)
+    diff = run_compiler_diff(
+        base, head, graphs, args.policy, not args.no_runtime, args.repeats, args.workers, args.tolerance
+    )
+    print_diff(diff)
+    command = f"xlabench compilers diff {args.base} {args.head} --graphs {args.graphs} --policy {args.policy}"
+    command += " --no-runtime" if args.no_runtime else ""
+    if args.json:
+        write_atomically(args.json, (json.dumps(diff.to_dict(), indent=1) + "\n").encode())
+    if args.report:
+        write_diff_report(args.report, diff, command)
+    return 1 if diff.regressions() else 0

@@ -1,0 +1,51 @@
+"""`xlabench interactive`: let an MLGO host order XLA's passes on a graph (`xlabench.interactive.serve`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+from typing import Any
+
+from xlabench.files import write_atomically
+from xlabench.interactive.serve import DEFAULT_ACTION_SET, DEFAULT_MAX_STEPS, DEFAULT_TIMEOUT, serve_episode
+
+
+def register(subparsers: Any) -> None:
+    """Add the `interactive` subcommand."""
+    parser = subparsers.add_parser(
+        "interactive", help="let an MLGO host order XLA's passes on a graph through two FIFOs"
+    )
+    parser.add_argument("graph", help="one graph: a suite graph's name or an .hlo file")
+    parser.add_argument(
+        "--channel-base", required=True, metavar="BASE", help="the host's FIFOs: BASE.in, BASE.out"
+    )
+    parser.add_argument(
+        "--actions", default=DEFAULT_ACTION_SET, help=f"action set (default {DEFAULT_ACTION_SET})"
+    )
+    parser.add_argument(
+        "--max-steps",
+        type=int,
+        default=DEFAULT_MAX_STEPS,
+        help=f"decisions at most (default {DEFAULT_MAX_STEPS})",
+    )
+    parser.add_argument("--score", action="store_true", help="also send each decision's reward (float)")
+    parser.add_argument(
+        "--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds to wait for the host (default 300)"
+    )
+    parser.add_argument("--json", metavar="FILE", help="also write the result as JSON to FILE")
+    parser.set_defaults(handler=run_interactive)
+
+
+def run_interactive(args: argparse.Namespace) -> int:
+    """Serve one episode to the host; print the result. Bad advice or a host gone: one line, exit 2."""
+    result = serve_episode(
+        args.graph, args.channel_base, args.actions, args.max_steps, args.score, args.timeout
+    )
+    print(
+        f"{result.name}: I {result.I}, D {result.D}, R {result.R}, vs_default {result.vs_default:.4f}, "
+        f"{result.calls} compiler calls; sequence: {' '.join(result.sequence) or '(none)'}"
+    )
+    if args.json:
+        write_atomically(args.json, (json.dumps(asdict(result), indent=2) + "\n").encode())
+    return 0
