@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 # Read once, at import (one thread): os.umask can only be read by setting it.
 _UMASK = os.umask(0o022)
@@ -33,3 +34,15 @@ def checkout_directory() -> Path | None:
     """The source checkout xlabench runs from (an editable install), or None when installed from a wheel."""
     root = Path(__file__).resolve().parents[1]
     return root if (root / "pyproject.toml").is_file() and (root / "xlabench").is_dir() else None
+
+
+def png_bytes(figure: Any, dpi: int = 110) -> bytes:
+    """A matplotlib figure as PNG bytes (tight bounding box); the figure is closed."""
+    import io
+
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
+    plt.close(figure)
+    return buffer.getvalue()

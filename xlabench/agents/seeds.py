@@ -11,7 +11,6 @@ start on a graph. The learning curves of the seeds go into one figure, mean and 
 from __future__ import annotations
 
 import contextlib
-import io
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from xlabench.errors import UserInputError
+from xlabench.files import png_bytes
 
 BOOTSTRAP_REPETITIONS = 2000
 BOOTSTRAP_SEED = 0  # the intervals are reproducible: the same scores give the same bounds
@@ -181,10 +181,7 @@ def performance_profiles_figure(runs: dict[str, np.ndarray], title: str) -> byte
     axes.set_title(title, fontsize="medium")
     handles = [Line2D([0], [0], color=color, label=label) for label, color in colors.items()]
     axes.legend(handles=handles, fontsize="small")
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
-    plt.close(figure)
-    return buffer.getvalue()
+    return png_bytes(figure, dpi=100)
 
 
 def curves_figure(seeds: list[SeedScores], title: str) -> bytes:
@@ -215,7 +212,4 @@ def curves_figure(seeds: list[SeedScores], title: str) -> bytes:
     axes.set_ylabel("mean episode return")
     axes.set_title(title)
     axes.legend()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
-    plt.close(figure)
-    return buffer.getvalue()
+    return png_bytes(figure, dpi=100)

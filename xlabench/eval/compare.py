@@ -16,7 +16,6 @@ start and on the first such version given, and `performance_profiles_SPEC.png`.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 from collections import defaultdict
@@ -28,6 +27,7 @@ import numpy as np
 from xlabench.agents.seeds import SeedScores
 from xlabench.errors import UserInputError
 from xlabench.eval.evaluate import summarize
+from xlabench.files import png_bytes
 
 # The bar a single graph is held to: vs_default below it counts as a graph lost to XLA's default.
 BELOW = 0.98
@@ -255,11 +255,7 @@ def plot(title: str, documents: list[dict[str, Any]]) -> bytes:
     axes.set_ylabel("geomean vs_default (D / R)")
     axes.set_title(title, fontsize="medium")
     axes.legend(fontsize="small")
-    buffer = io.BytesIO()
-    figure.tight_layout()
-    figure.savefig(buffer, format="png", dpi=120)
-    plt.close(figure)
-    return buffer.getvalue()
+    return png_bytes(figure, dpi=120)
 
 
 def plot_curves(documents: list[dict[str, Any]]) -> bytes | None:
@@ -279,11 +275,7 @@ def plot_curves(documents: list[dict[str, Any]]) -> bytes | None:
     axes.set_ylabel("mean episode return (R0 - R) / R0")
     axes.set_title("Training curves", fontsize="medium")
     axes.legend(fontsize="small")
-    buffer = io.BytesIO()
-    figure.tight_layout()
-    figure.savefig(buffer, format="png", dpi=120)
-    plt.close(figure)
-    return buffer.getvalue()
+    return png_bytes(figure, dpi=120)
 
 
 def _figure(value: float | None) -> str:

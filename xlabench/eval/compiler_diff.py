@@ -21,7 +21,7 @@ from typing import Any
 
 from xlabench.errors import CompilerError, UserInputError
 from xlabench.eval.evaluate import evaluate_graph
-from xlabench.files import write_atomically
+from xlabench.files import png_bytes, write_atomically
 from xlabench.graphs import Graph
 from xlabench.xla import PassDriver
 from xlabench.xla.attribution import Attribution, attribute_default, attribute_sequence
@@ -344,7 +344,6 @@ def _pair(values: list[Any]) -> str:
 
 def write_diff_report(directory: str, diff: CompilerDiff, command: str) -> None:
     """report.md and changes.png (per-graph D and R change, head over base) in `directory`, atomically."""
-    import io
 
     import matplotlib
 
@@ -366,10 +365,7 @@ def write_diff_report(directory: str, diff: CompilerDiff, command: str) -> None:
     axis.set_xlabel("graph (alphabetical)")
     axis.set_title(f"{diff.policy}: jaxlib {diff.base} -> {diff.head}")
     axis.legend()
-    figure.tight_layout()
-    image = io.BytesIO()
-    figure.savefig(image, format="png", dpi=110)
-    plt.close(figure)
+    image = png_bytes(figure, dpi=110)
 
     catalogue = diff.catalogue
     moved_passes = ", ".join(f"{m['pass']} ({m['base']} -> {m['head']})" for m in catalogue["moved"])
@@ -424,5 +420,5 @@ def write_diff_report(directory: str, diff: CompilerDiff, command: str) -> None:
         "![per-graph change](changes.png)",
         "",
     ]
-    write_atomically(Path(directory) / "changes.png", image.getvalue())
+    write_atomically(Path(directory) / "changes.png", image)
     write_atomically(Path(directory) / "report.md", "\n".join(lines).encode())

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import io
 import os
 from typing import Any
 
-from xlabench.files import write_atomically
+from xlabench.files import png_bytes, write_atomically
 
 
 def _figure(value: float | None, digits: int = 4) -> str:
@@ -93,11 +92,7 @@ def plot(title: str, rows: list[dict[str, Any]]) -> bytes:
     # Legend entries as patches: an empty bar container draws its legend swatch in the default colour.
     handles = [Patch(color=colours[family], label=family) for family in families]
     axes.legend(handles=handles, fontsize="small", ncol=min(5, len(families)) or 1)
-    buffer = io.BytesIO()
-    figure.tight_layout()
-    figure.savefig(buffer, format="png", dpi=120)
-    plt.close(figure)
-    return buffer.getvalue()
+    return png_bytes(figure, dpi=120)
 
 
 def write_report(
