@@ -162,3 +162,21 @@ def test_a_graph_whose_outputs_differ_is_counted_and_named_in_the_report():
     assert "| k | 10 | 8 | 8 | 1.0000 | 1.000 | not run | 3 | algsimp |" in table
     assert f"- h: outputs differ from XLA's default executable: {problem}\n" in table
     assert table.rstrip().endswith(f"- k: {failure}")
+
+
+def test_graphs_below_the_bar_and_graphs_left_unoptimized_are_counted():
+    from xlabench.eval.evaluate import summarize
+    from xlabench.eval.report import markdown
+
+    def row(name, i, d, r):
+        return {"name": name, "family": "f", "I": i, "D": d, "R": r, "vs_default": d / r,
+                "reduction_ratio": None, "runtime_ratio": None, "sequence": [], "calls": 1,
+                "seconds": 1.0}  # fmt: skip
+
+    # Left as it came where XLA removes 10%, 4% and 3% (0.90, 0.96, 0.97 of XLA's count); one at D.
+    rows = [row("a", 100, 90, 100), row("b", 100, 96, 100), row("c", 100, 97, 100), row("d", 50, 40, 40)]
+    summary = summarize(rows)
+    assert (summary["below"], summary["left_unoptimized"]) == (3, 1)  # a, b, c; only a is over 5%
+    assert "Graphs below 0.98: 3; left unoptimized (R = I where XLA's default removes more than 5%): 1." in (
+        markdown("t", rows, summary)
+    )

@@ -8,7 +8,15 @@ import json
 from typing import Any
 
 from xlabench.eval.checkpoint import Checkpoint
-from xlabench.eval.evaluate import DEFAULT_POLICY, RESULT_FIELDS, evaluate_graphs, resolve_strategy, summarize
+from xlabench.eval.evaluate import (
+    BELOW,
+    DEFAULT_POLICY,
+    LEFT_UNOPTIMIZED,
+    RESULT_FIELDS,
+    evaluate_graphs,
+    resolve_strategy,
+    summarize,
+)
 from xlabench.eval.report import write_report
 from xlabench.files import write_atomically
 from xlabench.policies.guided import DEFAULT_GUIDED_BUDGET
@@ -195,6 +203,8 @@ def _print_table(policy: str, rows: list[dict[str, Any]], summary: dict[str, Any
         f"{'-' if value is None else f'{value:.4f}'}, {summary['calls']} compiler calls, "
         f"{summary['failed']} failed, {summary['outputs_differ']} with outputs that differ"
         + (f", {summary['not_executed']} not executed" if summary["not_executed"] else "")
+        + f"; {summary['below']} below {BELOW}, {summary['left_unoptimized']} left unoptimized "
+        f"(R = I where XLA's default removes over {LEFT_UNOPTIMIZED:.0%})"
     )
     for row in rows:
         if "error" in row and row.get("vs_default") is not None:

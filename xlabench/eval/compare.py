@@ -26,11 +26,8 @@ import numpy as np
 
 from xlabench.agents.seeds import SeedScores
 from xlabench.errors import UserInputError
-from xlabench.eval.evaluate import summarize
+from xlabench.eval.evaluate import BELOW, summarize
 from xlabench.files import png_bytes
-
-# The bar a single graph is held to: vs_default below it counts as a graph lost to XLA's default.
-BELOW = 0.98
 
 
 def load_result(path: str) -> dict[str, Any]:
@@ -201,7 +198,7 @@ def markdown(title: str, documents: list[dict[str, Any]], seed_runs: list[SeedRu
             worst_text = f"{worst['name']} ({worst['vs_default']:.4f})" if worst else "-"
             measured = summary["graphs"] - summary["failed"]
             per_graph = f"{summary['calls'] / measured:.1f}" if measured else "-"
-            below = sum(1 for row in document["graphs"] if (row.get("vs_default") or 1.0) < BELOW)
+            below = summary["below"]
             lines.append(
                 f"| {document['policy']} | "
                 + " | ".join(cells)

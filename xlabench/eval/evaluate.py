@@ -275,6 +275,12 @@ def geomean(values: list[float]) -> float | None:
     return math.exp(statistics.fmean(math.log(value) for value in values)) if values else None
 
 
+# A graph lost to XLA's default: vs_default below this (the bar every shipped policy is held to).
+BELOW = 0.98
+# A graph a strategy left unoptimized (R >= I) where XLA's default removes more than this share.
+LEFT_UNOPTIMIZED = 0.05
+
+
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Geomeans, worst graph and compiler calls, overall and per family.
 
@@ -298,6 +304,11 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "geomean_runtime_ratio": geomean(runtimes),
             "worst": None if worst is None else {"name": worst["name"], "vs_default": worst["vs_default"]},
             "calls": sum(row.get("calls", 0) for row in measured),
+            "below": sum(row["vs_default"] < BELOW for row in measured),
+            # Left as it came while XLA's default removes more than LEFT_UNOPTIMIZED of it.
+            "left_unoptimized": sum(
+                row["R"] >= row["I"] and row["D"] < (1 - LEFT_UNOPTIMIZED) * row["I"] for row in measured
+            ),
         }
 
     summary = part(rows)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from xlabench.eval.evaluate import BELOW, LEFT_UNOPTIMIZED
 from xlabench.files import png_bytes, write_atomically
 
 
@@ -41,6 +42,11 @@ def markdown(title: str, rows: list[dict[str, Any]], summary: dict[str, Any]) ->
             f"| {row['name']} | {row['I']} | {row['D']} | {row['R']} | {row['vs_default']:.4f} | "
             f"{_figure(row['reduction_ratio'], 3)} | {runtime} | {row['calls']} | {sequence} |"
         )
+    lines += [
+        "",
+        f"Graphs below {BELOW}: {summary['below']}; left unoptimized (R = I where XLA's default removes "
+        f"more than {LEFT_UNOPTIMIZED:.0%}): {summary['left_unoptimized']}.",
+    ]
     depths = sorted(row["search_depth"] for row in rows if row.get("search_depth") is not None)
     if depths:
         median = (
