@@ -179,11 +179,6 @@ def adam_update(
     return jax.tree.map(apply, params, m, v), {"m": m, "v": v, "step": step}
 
 
-def momentum_state_specs(param_specs: PyTree) -> PyTree:
-    """Abstract SGD-momentum state (one velocity per parameter)."""
-    return param_specs
-
-
 def momentum_update(
     params: PyTree,
     grads: PyTree,

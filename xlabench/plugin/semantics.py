@@ -50,16 +50,6 @@ def action_passes(driver: PassDriver) -> list[str]:
     return list(dict.fromkeys([*catalogue.action_passes("all"), *catalogue.action_passes("fixed-point")]))
 
 
-def small_graphs(spec: str = "all") -> list[Graph]:
-    """The smallest graph of each family among `spec`'s graphs (cheap to compile and run)."""
-    smallest: dict[str, Graph] = {}
-    for graph in resolve_graphs(spec):
-        kept = smallest.get(graph.family)
-        if kept is None or graph.instruction_count < kept.instruction_count:
-            smallest[graph.family] = graph
-    return [smallest[family] for family in sorted(smallest)]
-
-
 def semantics_graphs(spec: str = "all") -> list[Graph]:
     """What the property draws from: the smallest graph of each family in each element type, and the
     smallest training step in each (training graphs are large: one a type keeps examples cheap)."""

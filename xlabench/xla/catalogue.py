@@ -375,21 +375,6 @@ class PassCatalogue:
             "passes": [asdict(info) for info in sorted(self.passes.values(), key=lambda i: i.position)],
         }
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> PassCatalogue:
-        """Inverse of to_dict."""
-        passes = {
-            entry["name"]: PassInfo(
-                **{
-                    **entry,
-                    "ancestors": tuple(entry["ancestors"]),
-                    "instances": tuple(entry.get("instances", ())),
-                }
-            )
-            for entry in data["passes"]
-        }
-        return cls(jaxlib_version=data["jaxlib_version"], tree=data["tree"], passes=passes)
-
 
 _LINE = re.compile(
     r"hlo_pass_pipeline\.cc:\d+\] (?:"

@@ -190,17 +190,6 @@ def _non_finite_where_finite(outputs: list[np.ndarray], finite_in: list[np.ndarr
     return False
 
 
-def sequence_output_problems(
-    original: HloModule,
-    result: HloModule,
-    applied: Iterable[str],
-    seed: int = 0,
-    driver: PassDriver | None = None,
-) -> list[str]:
-    """How a sequence's outputs fail `judge_sequence` (empty: they pass), on non-negative inputs."""
-    return judge_sequence(original, result, applied, seed, driver)[0].problems
-
-
 def nan_share(outputs: list[np.ndarray]) -> float:
     """The share of NaN elements over every float output (0 when there are none)."""
     floats = [output.astype(np.float64) for output in outputs if _is_float(output)]
@@ -223,11 +212,6 @@ def _execution(answer: dict) -> Execution:
         answer["optimized_histogram"],
         answer.get("from_executable_cache", False),
     )
-
-
-def run_on_random_inputs(module: HloModule, seed: int = 0) -> list[np.ndarray]:
-    """Compile with XLA's default pipeline and run on `random_inputs(module, seed)`."""
-    return execute(module, random_inputs(module, seed)).outputs
 
 
 def compare_outputs(expected: list[np.ndarray], actual: list[np.ndarray], first_index: int = 0) -> list[str]:
