@@ -46,3 +46,10 @@ def png_bytes(figure: Any, dpi: int = 110) -> bytes:
     figure.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
     plt.close(figure)
     return buffer.getvalue()
+
+
+def write_json(path: str | os.PathLike[str], document: Any, sort_keys: bool = False) -> None:
+    """Write `document` as indented JSON with a final newline, atomically (`write_atomically`)."""
+    import json
+
+    write_atomically(path, (json.dumps(document, indent=1, sort_keys=sort_keys) + "\n").encode())

@@ -36,3 +36,13 @@ def small_graphs(stored_graphs: list[Graph]) -> list[Graph]:
     first = by_size[0]
     second = next(g for g in by_size if g.family != first.family)
     return [first, second]
+
+
+def smallest_graphs(spec: str = "all") -> list[Graph]:
+    """The smallest graph of each family among `spec`'s graphs (cheap to compile and run)."""
+    smallest: dict[str, Graph] = {}
+    for graph in resolve_graphs(spec):
+        kept = smallest.get(graph.family)
+        if kept is None or graph.instruction_count < kept.instruction_count:
+            smallest[graph.family] = graph
+    return [smallest[family] for family in sorted(smallest)]

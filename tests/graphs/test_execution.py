@@ -8,6 +8,7 @@ import re
 import jax
 import pytest
 
+from tests.graphs.conftest import smallest_graphs
 from xlabench.graphs import resolve_graphs, storage
 from xlabench.graphs.suite import suite
 from xlabench.models import tensorflow_models
@@ -52,19 +53,9 @@ def test_graph_parses_with_its_op_count_and_the_outputs_its_program_promises(nam
     assert result_specs(module.text) == [(tuple(leaf.shape), leaf.dtype.name) for leaf in expected]
 
 
-def smallest_of_each_family() -> list[str]:
-    """The smallest graph of each family (cheap to compile and run)."""
-    smallest: dict[str, object] = {}
-    for graph in resolve_graphs("all"):
-        kept = smallest.get(graph.family)
-        if kept is None or graph.instruction_count < kept.instruction_count:
-            smallest[graph.family] = graph
-    return [smallest[family].name for family in sorted(smallest)]
-
-
 # Compiling and running every graph is the suite's job (`tests/test_suite.py`: each policy's gate (d)
 # runs XLA's default executable of every graph); here one graph of each family runs on its own.
-@pytest.mark.parametrize("name", smallest_of_each_family())
+@pytest.mark.parametrize("name", [graph.name for graph in smallest_graphs()])
 def test_graph_executes_on_cpu_with_the_outputs_its_program_promises(name: str) -> None:
     [graph] = resolve_graphs(name)
     module = HloModule.from_text(graph.hlo_text(), source=name)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import json
 
+from tests.graphs.conftest import smallest_graphs
 from xlabench.cli import main
 from xlabench.graphs import resolve_graphs
 from xlabench.plugin.semantics import (
@@ -13,7 +14,6 @@ from xlabench.plugin.semantics import (
     action_passes,
     covering_sequences,
     semantics_graphs,
-    small_graphs,
 )
 from xlabench.xla import default_driver
 
@@ -30,7 +30,7 @@ def test_covering_sequences_run_every_action_with_its_requirement_first():
 
 
 def test_a_failing_example_is_saved_as_a_reproducer_that_xlabench_apply_replays(tmp_path, capsys):
-    graph = small_graphs("mlp_mixer")[0]
+    graph = smallest_graphs("mlp_mixer")[0]
     check = SemanticsCheck(default_driver())
     outcome = check.run(graph, ["algsimp", "cse"])
     assert outcome.applied == ["algsimp", "cse"] and outcome.problems == []  # XLA is right here
@@ -56,7 +56,9 @@ def test_the_property_draws_bf16_and_training_graphs_and_counts_only_what_xla_ap
     assert any("train" in graph.name for graph in graphs if graph.config.get("dtype") == "bf16")
     check = SemanticsCheck(default_driver())
     # gather_simplifier before its normalizer is masked (not run); what XLA ran is what counts.
-    outcome = check.run(small_graphs("gnn")[0], ["gather_simplifier", "algsimp", "cse"], seed=1, signed=True)
+    outcome = check.run(
+        smallest_graphs("gnn")[0], ["gather_simplifier", "algsimp", "cse"], seed=1, signed=True
+    )
     assert outcome.applied == ["algsimp", "cse"] and outcome.problems == []
     assert check.coverage == collections.Counter(outcome.applied)
 
@@ -65,7 +67,7 @@ SUITE = "from xlabench.plugin.suite import test_known_miscompile  # noqa: F401\n
 
 
 def test_a_stored_miscompile_is_pinned_to_its_jaxlib(pytester, tmp_path):
-    graph = small_graphs("mlp_mixer")[0]
+    graph = smallest_graphs("mlp_mixer")[0]
     check = SemanticsCheck(default_driver())
     outcome = check.run(graph, ["algsimp", "cse"])
     # Stand in for a miscompile (none is known on jaxlib 0.10.2), stored as a user keeps a real one.

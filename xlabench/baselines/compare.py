@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from xlabench.eval.report import figure
+
 # Each executable runs at least this long in all (beyond the repeats): small ones need many runs.
 MIN_RUN_SECONDS = 0.25
 
@@ -85,20 +87,16 @@ class Comparison:
             status += "; sequence changed"
         return [
             self.graph,
-            _number(before.get("R")),
-            _number(now.get("R")),
+            figure(before.get("R"), 0),
+            figure(now.get("R"), 0),
             change,
-            _number(before.get("runtime_ratio"), 3),
-            _number(now.get("runtime_ratio"), 3),
+            figure(before.get("runtime_ratio"), 3),
+            figure(now.get("runtime_ratio"), 3),
             status,
         ]
 
 
 COLUMNS = ("graph", "R before", "R now", "change", "runtime before", "runtime now", "status")
-
-
-def _number(value: Any, digits: int = 0) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
 
 
 def counts(comparisons: list[Comparison], tolerances: Tolerances = Tolerances()) -> dict[str, int]:

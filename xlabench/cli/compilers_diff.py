@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from xlabench.errors import UserInputError
 from xlabench.eval.compiler_diff import print_diff, run_compiler_diff, write_diff_report
 from xlabench.eval.evaluate import DEFAULT_POLICY
-from xlabench.files import write_atomically
+from xlabench.files import write_json
 from xlabench.graphs import resolve_graphs
 from xlabench.xla.compilers import resolve_compiler
 
@@ -52,7 +51,7 @@ def run_diff_command(args: argparse.Namespace) -> int:
     command = f"xlabench compilers diff {args.base} {args.head} --graphs {args.graphs} --policy {args.policy}"
     command += " --no-runtime" if args.no_runtime else ""
     if args.json:
-        write_atomically(args.json, (json.dumps(diff.to_dict(), indent=1) + "\n").encode())
+        write_json(args.json, diff.to_dict())
     if args.report:
         write_diff_report(args.report, diff, command)
     return 1 if diff.regressions() else 0

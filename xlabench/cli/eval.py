@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 from typing import Any
 
 from xlabench.eval.checkpoint import Checkpoint
@@ -18,7 +17,7 @@ from xlabench.eval.evaluate import (
     summarize,
 )
 from xlabench.eval.report import write_report
-from xlabench.files import write_atomically
+from xlabench.files import write_json
 from xlabench.policies.guided import DEFAULT_GUIDED_BUDGET
 from xlabench.search.strategies import DEFAULT_BUDGET, DEFAULT_MAX_LENGTH
 from xlabench.xla.catalogue import ACTION_SETS, DEFAULT_ACTION_SET
@@ -146,7 +145,7 @@ def run_eval(args: argparse.Namespace) -> int:
             "summary": summary,
             "graphs": graphs_out,
         }
-        write_atomically(args.json, json.dumps(document, indent=1).encode())
+        write_json(args.json, document)
     if args.report:
         write_report(args.report, f"xlabench eval --policy {label} --graphs {args.graphs}", rows, summary)
     return 0 if summary["failed"] == summary["outputs_differ"] == summary["not_executed"] == 0 else 1

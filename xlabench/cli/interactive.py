@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import asdict
 from typing import Any
 
-from xlabench.files import write_atomically
+from xlabench.files import write_json
 from xlabench.interactive.serve import DEFAULT_ACTION_SET, DEFAULT_MAX_STEPS, DEFAULT_TIMEOUT, serve_episode
 
 
@@ -47,5 +46,5 @@ def run_interactive(args: argparse.Namespace) -> int:
         f"{result.calls} compiler calls; sequence: {' '.join(result.sequence) or '(none)'}"
     )
     if args.json:
-        write_atomically(args.json, (json.dumps(asdict(result), indent=2) + "\n").encode())
+        write_json(args.json, asdict(result))
     return 0

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from xlabench.errors import UserInputError
-from xlabench.files import write_atomically
+from xlabench.files import write_json
 
 FORMAT = "xlabench-eval-checkpoint-1"
 
@@ -60,7 +60,7 @@ class Checkpoint:
         with self._lock:
             self.rows[row["name"]] = row
             document = {"format": FORMAT, "run": self.run, "rows": sorted(self.rows.values(), key=_name)}
-            write_atomically(self.path, json.dumps(document, indent=1).encode())
+            write_json(self.path, document)
 
 
 def _name(row: dict[str, Any]) -> str:

@@ -27,6 +27,7 @@ import numpy as np
 from xlabench.agents.seeds import SeedScores
 from xlabench.errors import UserInputError
 from xlabench.eval.evaluate import BELOW, summarize
+from xlabench.eval.report import figure
 from xlabench.files import png_bytes
 
 
@@ -192,7 +193,7 @@ def markdown(title: str, documents: list[dict[str, Any]], seed_runs: list[SeedRu
         lines += [f"## {spec}", "", "| " + " | ".join(columns) + " |", "|---" * len(columns) + "|"]
         for document, summary in zip(group, summaries, strict=True):
             cells = [
-                _figure(summary["families"].get(family, {}).get("geomean_vs_default")) for family in families
+                figure(summary["families"].get(family, {}).get("geomean_vs_default")) for family in families
             ]
             worst = summary["worst"]
             worst_text = f"{worst['name']} ({worst['vs_default']:.4f})" if worst else "-"
@@ -202,7 +203,7 @@ def markdown(title: str, documents: list[dict[str, Any]], seed_runs: list[SeedRu
             lines.append(
                 f"| {document['policy']} | "
                 + " | ".join(cells)
-                + f" | **{_figure(summary['geomean_vs_default'])}**"
+                + f" | **{figure(summary['geomean_vs_default'])}**"
                 f" | {worst_text} | {below} | {per_graph} | {summary['failed']} |"
             )
         lines.append("")
@@ -273,7 +274,3 @@ def plot_curves(documents: list[dict[str, Any]]) -> bytes | None:
     axes.set_title("Training curves", fontsize="medium")
     axes.legend(fontsize="small")
     return png_bytes(figure, dpi=120)
-
-
-def _figure(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4f}"

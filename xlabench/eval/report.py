@@ -9,7 +9,8 @@ from xlabench.eval.evaluate import BELOW, LEFT_UNOPTIMIZED
 from xlabench.files import png_bytes, write_atomically
 
 
-def _figure(value: float | None, digits: int = 4) -> str:
+def figure(value: float | None, digits: int = 4) -> str:
+    """A number for a table: `digits` decimals, or "-" when there is none."""
     return "-" if value is None else f"{value:.{digits}f}"
 
 
@@ -21,8 +22,8 @@ def markdown(title: str, rows: list[dict[str, Any]], summary: dict[str, Any]) ->
         worst = part["worst"]
         worst_text = f"{worst['name']} ({worst['vs_default']:.4f})" if worst else "-"
         lines.append(
-            f"| {family} | {part['graphs']} | {_figure(part['geomean_vs_default'])} | "
-            f"{_figure(part['geomean_reduction_ratio'])} | {_figure(part['geomean_runtime_ratio'], 3)} | "
+            f"| {family} | {part['graphs']} | {figure(part['geomean_vs_default'])} | "
+            f"{figure(part['geomean_reduction_ratio'])} | {figure(part['geomean_runtime_ratio'], 3)} | "
             f"{worst_text} | {part['calls']} |"
         )
     lines += [
@@ -35,12 +36,12 @@ def markdown(title: str, rows: list[dict[str, Any]], summary: dict[str, Any]) ->
             lines.append(f"| {row['name']} | failed: {row.get('error', '')} |||||||")
             continue
         sequence = " ".join(row["sequence"])
-        runtime = _figure(row["runtime_ratio"], 3)
+        runtime = figure(row["runtime_ratio"], 3)
         if "error" in row:
             runtime = "outputs differ" if "outputs_differ" in row else "not run"
         lines.append(
             f"| {row['name']} | {row['I']} | {row['D']} | {row['R']} | {row['vs_default']:.4f} | "
-            f"{_figure(row['reduction_ratio'], 3)} | {runtime} | {row['calls']} | {sequence} |"
+            f"{figure(row['reduction_ratio'], 3)} | {runtime} | {row['calls']} | {sequence} |"
         )
     lines += [
         "",

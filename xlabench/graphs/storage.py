@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from xlabench.errors import UserInputError
-from xlabench.files import write_atomically
+from xlabench.files import write_json
 
 DATA_DIR: Path = Path(__file__).resolve().parent / "data"
 MANIFEST_NAME = "manifest.json"
@@ -66,5 +66,4 @@ def read_manifest(directory: Path) -> dict[str, Any]:
 def write_manifest(directory: Path, entries: list[dict[str, Any]]) -> None:
     """Write the manifest for `entries` (sorted by name) atomically."""
     manifest = {"format": MANIFEST_FORMAT, "graphs": sorted(entries, key=lambda entry: entry["name"])}
-    data = json.dumps(manifest, indent=1, sort_keys=True) + "\n"
-    write_atomically(directory / MANIFEST_NAME, data.encode("utf-8"))
+    write_json(directory / MANIFEST_NAME, manifest, sort_keys=True)

@@ -10,7 +10,6 @@ writes it as JSON). `--xlabench-disable-pass NAME` turns a pass off in every com
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -562,10 +561,10 @@ class SessionSummary:
         settings = self.config.stash[SETTINGS]
         rows = sorted(self.rows, key=lambda row: (-row["damage"], row["graph"], row["policy"]))
         if settings.report:
-            from xlabench.files import write_atomically
+            from xlabench.files import write_json
 
             document = {"disabled_passes": list(settings.disabled_passes), "results": rows}
-            write_atomically(settings.report, (json.dumps(document, indent=1) + "\n").encode())
+            write_json(settings.report, document)
         if not rows:
             return
         change = f", {', '.join(settings.disabled_passes)} disabled" if settings.disabled_passes else ""
@@ -611,19 +610,18 @@ class SessionSummary:
 
 
 def _summary_line(row: dict[str, Any]) -> str:
-    def number(value: Any, digits: int = 0) -> str:
-        return "-" if value is None else f"{value:.{digits}f}"
+    from xlabench.eval.report import figure
 
-    ops = f"{number(row['baseline_R'])} -> {number(row['R'])}"
+    ops = f"{figure(row['baseline_R'], 0)} -> {figure(row['R'], 0)}"
     if row["baseline_R"] and row["R"] is not None and row["R"] != row["baseline_R"]:
         ops += f" ({(row['R'] - row['baseline_R']) / row['baseline_R']:+.1%})"
-    versus = number(row["D"] / row["R"], 4) if row["R"] and row["D"] else "-"
-    runtime = f"{number(row['baseline_runtime_ratio'], 2)} -> {number(row['runtime_ratio'], 2)}"
+    versus = figure(row["D"] / row["R"]) if row["R"] and row["D"] else "-"
+    runtime = f"{figure(row['baseline_runtime_ratio'], 2)} -> {figure(row['runtime_ratio'], 2)}"
     gates = "; ".join(failure.split(":", 1)[0] for failure in row["failures"])
     known = "; ".join(f"known: {failure.split(':', 1)[0]}" for failure in row.get("known", []))
     gates = "; ".join(part for part in (gates, known) if part) or "ok"
     if not row.get("runtime_judged", True) and row.get("default_ms") is not None:
-        gates += f" (runtime not judged: default {number(row.get('default_ms'), 3)} ms)"
+        gates += f" (runtime not judged: default {figure(row.get('default_ms'), 3)} ms)"
     if row["baseline_R"] is None:
         gates += " (no baseline)"
     if row.get("changed_by"):

@@ -31,7 +31,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from xlabench.errors import CompilerError
-from xlabench.files import write_atomically
+from xlabench.files import write_atomically, write_json
 from xlabench.graphs import Graph, resolve_graphs
 from xlabench.xla import PassDriver
 from xlabench.xla.cache import cache_directory
@@ -242,7 +242,7 @@ class SemanticsCheck:
             + f" --input-seed {outcome.seed}"
             + (" --signed-inputs" if outcome.signed else ""),
         }
-        write_atomically(target / "reproducer.json", (json.dumps(details, indent=1) + "\n").encode())
+        write_json(target / "reproducer.json", details)
         return target
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from xlabench.errors import UserInputError
-from xlabench.files import checkout_directory, write_atomically
+from xlabench.files import checkout_directory, write_atomically, write_json
 
 FORMAT = 1
 WEIGHTS_FILE = "weights.safetensors"
@@ -166,7 +166,7 @@ def save(
             "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "weights_sha256": file_sha256(weights),
         }
-        write_atomically(str(staging / METADATA_FILE), (json.dumps(complete, indent=1) + "\n").encode())
+        write_json(staging / METADATA_FILE, complete)
         for file_name, data in (files or {}).items():
             if file_name in (WEIGHTS_FILE, METADATA_FILE) or "/" in file_name:
                 raise ValueError(f"{file_name}: not a file a version may carry beside its weights")

@@ -13,7 +13,6 @@ answered, so an interrupted or failed `add` leaves nothing behind.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -26,7 +25,7 @@ from dataclasses import dataclass
 from importlib import metadata
 
 from xlabench.errors import UserInputError
-from xlabench.files import write_atomically
+from xlabench.files import write_json
 from xlabench.xla.build import build_identity
 from xlabench.xla.cache import cache_directory
 from xlabench.xla.releases import check_supported, parse_version
@@ -172,7 +171,7 @@ def _add_unlocked(version: str, progress: Callable[[str], None]) -> Compiler:
             "python": sys.version.split()[0],
             "made": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
-        write_atomically(os.path.join(building, _RECORD), json.dumps(record, indent=1).encode() + b"\n")
+        write_json(os.path.join(building, _RECORD), record)
         _relocate(building, target)
     except BaseException:
         shutil.rmtree(building, ignore_errors=True)

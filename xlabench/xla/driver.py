@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from xlabench.errors import CompilerError, UnknownPassError, UserInputError
-from xlabench.files import write_atomically
+from xlabench.files import write_atomically, write_json
 from xlabench.xla import payloads
 from xlabench.xla import pool as compiler_pool
 from xlabench.xla.cache import TransitionCache, cache_directory
@@ -521,7 +521,7 @@ class PassDriver:
             if pass_name and not pass_name.startswith("@")
             else None,
         }
-        write_atomically(os.path.join(directory, "error.json"), json.dumps(details, indent=1).encode())
+        write_json(os.path.join(directory, "error.json"), details)
         return directory
 
 
