@@ -54,7 +54,7 @@ def test_eval_runs_graphs_as_ray_tasks(ray_address, tmp_path):
 
 
 def test_training_environments_run_as_ray_actors(ray_address):
-    from xlabench.agents import train
+    from xlabench.agents.train import train
 
     run = train(
         "ppo", graphs=GRAPH, steps=128, seed=0, environments=2, progress=False, ray_address=ray_address

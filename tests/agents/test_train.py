@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from xlabench.agents import train
-from xlabench.agents.train import ENVIRONMENT, WARM_START
+from xlabench.agents.train import ENVIRONMENT, WARM_START, train
 from xlabench.env import PassOrderingEnv
 from xlabench.policies.networks import ValueFeaturesPolicy, policy_kwargs
 from xlabench.xla import default_driver

@@ -28,8 +28,6 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from xlabench.policies.networks import MASKABLE
-
 ALGORITHMS = ("ppo", "ppo-shaping", "ppo-value", "a2c", "dqn", "trpo")
 
 # The environment every algorithm trains in (see xlabench.env.PassOrderingEnv). Counting only at
@@ -203,6 +201,7 @@ def make_environment(
         from xlabench.agents.masking import MaskInObservation
         from xlabench.agents.wrappers import CostShaping
         from xlabench.env import PassOrderingEnv
+        from xlabench.policies.networks import MASKABLE
         from xlabench.xla import PassDriver
         from xlabench.xla.pool import CompilerPool
 
@@ -316,6 +315,7 @@ def train(
     import torch
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
+    from xlabench.policies.networks import MASKABLE
     from xlabench.xla import default_driver
 
     torch.set_num_threads(TORCH_THREADS)
