@@ -57,7 +57,13 @@ def test_training_environments_run_as_ray_actors(ray_address):
     from xlabench.agents.train import train
 
     run = train(
-        "ppo", graphs=GRAPH, steps=128, seed=0, environments=2, progress=False, ray_address=ray_address
+        algorithm="ppo",
+        graphs=GRAPH,
+        steps=128,
+        seed=0,
+        environments=2,
+        progress=False,
+        ray_address=ray_address,
     )
     assert run.steps >= 128 and run.episodes >= 1
 

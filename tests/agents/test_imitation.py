@@ -2,31 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import numpy as np
 import pytest
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from xlabench.agents.imitation import (
-    aggregate,
-    behaviour_cloning,
-    demonstrations,
-    expert_action,
-    expert_order,
-    improve_order,
-    passes_worth_trying,
-    with_single_runs,
-    with_tries,
-)
-from xlabench.agents.train import ACTIVATION, ENVIRONMENT, GAMMA, NET_ARCH, build_model, make_environment
-from xlabench.env import PassOrderingEnv
+from xlabench.agents.config import ACTIVATION, GAMMA, NET_ARCH
+from xlabench.agents.imitation import aggregate, behaviour_cloning, demonstrations
+from xlabench.agents.train import ENVIRONMENT, build_model, make_environment
 from xlabench.graphs import resolve_graphs
 from xlabench.policies.artifact import Artifact
 from xlabench.policies.policy import Policy, rollout
-from xlabench.xla import HloModule, default_driver
+from xlabench.xla import default_driver
 from xlabench.xla.catalogue import base_pass
-from xlabench.xla.execute import judge_sequence
 
 NORMALIZER = "batched_gather_scatter_normalizer"
 
@@ -36,7 +22,7 @@ def test_a_cloned_policy_replays_xlas_effective_order_and_count(small_graph, tmp
     data = demonstrations(small_graph, ENVIRONMENT, driver, workers=1)
     graph = resolve_graphs(small_graph)[0]
     module = driver.load(graph.hlo_text(), graph.name)
-    actions = driver.catalogue.action_passes(ENVIRONMENT["action_set"])
+    actions = driver.catalogue.action_passes(ENVIRONMENT.action_set)
     demonstrated = [actions[a] for a in data.actions[:-1]]
     # XLA's order of changes, in order (the normalizer may come first where it changed nothing),
     # minus what changes nothing between xlabench's passes: every other demonstrated pass changes it.
@@ -60,98 +46,11 @@ def test_a_cloned_policy_replays_xlas_effective_order_and_count(small_graph, tmp
 
     network = {"net_arch": NET_ARCH, "activation": ACTIVATION}
     metadata = {"name": "cloned", "version": "-", "actions": actions, "algorithm": "ppo",
-                "environment": ENVIRONMENT, "hyperparameters": network}  # fmt: skip
+                "environment": ENVIRONMENT.to_json(), "hyperparameters": network}  # fmt: skip
     policy = Policy(Artifact(tmp_path, metadata, model.policy.state_dict()))
     found = rollout(policy, driver, graph)
     assert found.sequence == demonstrated
     assert found.op_count == default
-
-
-def test_the_expert_resumes_xlas_order_after_a_wrong_step():
-    actions = ["a", "b", "c", "d"]
-    order = ["a", "b", "c", "b"]
-    allowed = np.ones(5, dtype=bool)
-    assert expert_action(order, [], allowed, actions) == 0
-    assert expert_action(order, ["a", "b"], allowed, actions) == 2
-    assert expert_action(order, ["b"], allowed, actions) == 0  # a was left out: do it now
-    assert expert_action(order, ["a", "c"], allowed, actions) == 1  # b left out before c
-    assert expert_action(order, ["a", "b", "c"], allowed, actions) == 1  # b again, after c
-    assert expert_action(order, ["a", "d", "b", "c", "b"], allowed, actions) == 4  # all done: stop
-    no_b = allowed.copy()
-    no_b[1] = False  # b known to change nothing here: skip it
-    assert expert_action(order, ["a"], no_b, actions) == 2
-
-
-def test_tries_go_in_at_their_place_in_the_pipeline():
-    actions = ["flatten", "normalize", "algsimp", "gather", "tree", "reshape", "scatter", "cse"]
-
-    class Catalogue:
-        def unmet_requirement(self, name, sequence):
-            return "normalize" if name == "scatter" and "normalize" not in sequence else None
-
-    orders = {
-        "moe": ["normalize", "algsimp", "gather", "scatter", "cse"],
-        "vit": ["algsimp", "tree", "reshape", "cse"],
-        "gnn": ["flatten", "algsimp", "gather", "reshape", "algsimp", "scatter", "cse"],
-    }
-    assert passes_worth_trying(orders, 0.5) == ["algsimp", "cse", "gather", "reshape", "scatter"]
-    tries = ["gather", "tree", "reshape", "scatter"]
-    # Before the first pass that comes later in the pipeline; a second algsimp round is left as it is.
-    assert with_tries(orders["moe"], tries, actions, Catalogue()) == [
-        "normalize",
-        "algsimp",
-        "gather",
-        "tree",
-        "reshape",
-        "scatter",
-        "cse",
-    ]
-    assert with_tries(orders["gnn"], tries, actions, Catalogue()) == [
-        "flatten",
-        "algsimp",
-        "gather",
-        "tree",
-        "reshape",
-        "algsimp",
-        "scatter",
-        "cse",
-    ]
-    # scatter needs normalize earlier: not tried where the order lacks it.
-    assert with_tries(orders["vit"], tries, actions, Catalogue()) == [
-        "algsimp",
-        "gather",
-        "tree",
-        "reshape",
-        "cse",
-    ]
-
-
-def test_a_variant_that_changed_the_module_once_is_taken_as_its_single_run(small_graph):
-    driver = default_driver()
-    environment = {**ENVIRONMENT, "action_set": "fixed-point-and-single"}
-    env = PassOrderingEnv(graphs=resolve_graphs(small_graph), driver=driver, **environment)
-
-    def play(order: list[str]) -> tuple[str, list[int]]:
-        env.reset(seed=0, options={"graph": small_graph})
-        calls = [env.step(env.actions.index(name))[4]["calls"] for name in order]
-        return env.module.fingerprint, calls
-
-    env.reset(seed=0, options={"graph": small_graph})
-    order = expert_order(driver, env)
-    # Two more that change nothing: algsimp (single elsewhere in the order), reshape-mover (never).
-    order += ["algsimp:fixed-point", "reshape-mover:fixed-point"]
-    module, calls = play(order)
-    cheap = with_single_runs({small_graph: order}, env)[small_graph]
-    expected = [base_pass(name) if runs == 2 else name for name, runs in zip(order, calls, strict=True)]
-    assert expected != order  # the GRU's algsimp, gather and tree-reduction loops change it once
-    assert cheap == [*expected[:-2], "algsimp", "reshape-mover:fixed-point"]
-    cheap_module, cheap_calls = play(cheap)
-    assert cheap_module == module
-    assert sum(cheap_calls) == sum(calls) - sum(runs == 2 for runs in calls)
-    # Without single runs to choose, the orders stay as they are.
-    variants_only = {**ENVIRONMENT, "action_set": "fixed-point"}
-    fixed = PassOrderingEnv(graphs=resolve_graphs(small_graph), driver=driver, **variants_only)
-    assert with_single_runs({small_graph: order}, fixed)[small_graph] == order
 
 
 @pytest.mark.slow
@@ -165,44 +64,3 @@ def test_dagger_labels_the_states_a_policy_visits(small_graph):
     behaviour_cloning(model.policy, grown, epochs=300, learning_rate=3e-3, batch_size=8, seed=0)
     _, figures = aggregate(model.policy, data, small_graph, ENVIRONMENT, driver, workers=1)
     assert figures["agreement"] == 1.0
-
-
-def test_improving_an_order_keeps_only_edits_that_lower_the_count():
-    driver = default_driver()
-    # log(exp(y)), negate(negate(y)) and a duplicated multiply: algsimp, then cse, is better.
-    module = driver.load(HloModule.from_file(Path(__file__).parents[1] / "xla/data/redundant.hlo").text)
-    start = driver.fair_op_count(driver.apply_pass(module, "algsimp"), ["algsimp"])
-    order, count = improve_order(driver, module, ["algsimp"], ["algsimp", "cse"], budget=20, max_length=5)
-    assert order == ["algsimp", "cse"] and count < start
-    # Dropping either pass, or appending one more, would not lower the count: that is where it stops.
-    assert improve_order(driver, module, order, ["algsimp", "cse"], budget=20, max_length=5) == (order, count)
-    # No budget for even one count: the order stands.
-    assert improve_order(driver, module, ["algsimp"], ["cse"], budget=0, max_length=5)[0] == ["algsimp"]
-
-
-def test_improving_an_order_may_insert_a_pass_before_one_of_its_passes():
-    driver = default_driver()
-    module = driver.load(HloModule.from_file(Path(__file__).parents[1] / "xla/data/redundant.hlo").text)
-    count = driver.fair_op_count(driver.apply_pass(module, "cse"), ["cse"])
-    # Nothing to append: algsimp can only come in before cse, and that lowers the count.
-    order, improved = improve_order(driver, module, ["cse"], [], 20, max_length=5, insertions=["algsimp"])
-    assert order == ["algsimp", "cse"] and improved < count
-
-
-def test_improving_an_order_judges_an_edit_ahead_of_float_normalization_by_its_numerics():
-    driver = default_driver()
-    text = (Path(__file__).parents[1] / "xla/data/redundant.hlo").read_text().replace("f32", "bf16")
-    module = driver.load(text)
-    order = ["cse", "float-normalization-bf16"]
-    # In bf16, algsimp before float normalization folds log(exp(y)) to y in the narrow type: fewer ops,
-    # and against the module lifted to f32 no worse than XLA's default order -- so it is kept.
-    improved, count = improve_order(driver, module, order, [], 20, max_length=5, insertions=["algsimp"])
-    assert improved.index("algsimp") < improved.index(
-        "float-normalization-bf16"
-    ) and count < driver.fair_op_count(
-        driver.apply_pass(driver.apply_pass(module, "cse"), "float-normalization-bf16"), order
-    )
-    after = module
-    for name in improved:
-        after = driver.apply_pass(after, name)
-    assert judge_sequence(module, after, improved, driver=driver)[0].problems == []

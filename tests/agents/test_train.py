@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from xlabench.agents.config import hyperparameters_of
 from xlabench.agents.train import ENVIRONMENT, WARM_START, train
 from xlabench.env import PassOrderingEnv
 from xlabench.policies.networks import ValueFeaturesPolicy, policy_kwargs
@@ -13,9 +14,9 @@ from xlabench.xla import default_driver
 
 
 def test_ppo_trains_the_steps_asked_and_a_seed_repeats_it(small_graph):
-    first = train("ppo", graphs=small_graph, steps=128, seed=3, environments=1, progress=False)
-    again = train("ppo", graphs=small_graph, steps=128, seed=3, environments=1, progress=False)
-    trained_actions = default_driver().catalogue.action_passes(ENVIRONMENT["action_set"])
+    first = train(algorithm="ppo", graphs=small_graph, steps=128, seed=3, environments=1, progress=False)
+    again = train(algorithm="ppo", graphs=small_graph, steps=128, seed=3, environments=1, progress=False)
+    trained_actions = default_driver().catalogue.action_passes(ENVIRONMENT.action_set)
     assert first.steps == 128 and first.episodes >= 1 and first.actions == trained_actions
     # The training curve: one point per bin of episodes, steps increasing, within the run.
     steps = [step for step, _ in first.curve]
@@ -27,7 +28,7 @@ def test_ppo_trains_the_steps_asked_and_a_seed_repeats_it(small_graph):
 
 @pytest.mark.parametrize("algorithm", ["ppo-shaping", "ppo-value", "a2c", "dqn", "trpo"])
 def test_every_algorithm_of_the_comparison_trains(small_graph, algorithm):
-    run = train(algorithm, graphs=small_graph, steps=64, seed=0, environments=1, progress=False)
+    run = train(algorithm=algorithm, graphs=small_graph, steps=64, seed=0, environments=1, progress=False)
     assert run.steps >= 64 and run.algorithm == algorithm
 
 
@@ -49,11 +50,12 @@ def test_only_the_value_function_sees_the_cost_analysis(small_graph):
 @pytest.mark.parametrize("algorithm", ["ppo", "ppo-value", "a2c", "trpo"])
 def test_a_warm_start_alone_follows_xlas_order(small_graph, algorithm):
     run = train(
-        algorithm, graphs=small_graph, steps=0, seed=0, environments=1, progress=False, warm_start=True
-    )
+        algorithm=algorithm, graphs=small_graph, steps=0, seed=0, environments=1, progress=False,
+        warm_start=WARM_START,
+    )  # fmt: skip
     assert run.steps == 0 and run.warm_start["accuracy"] == 1.0
     # DAgger rounds ran; after the first fit the rollout already agrees with XLA's order everywhere.
-    assert [r["agreement"] for r in run.warm_start["dagger"]] == [1.0] * WARM_START["dagger_rounds"]
+    assert [r["agreement"] for r in run.warm_start["dagger"]] == [1.0] * WARM_START.dagger_rounds
 
 
 @pytest.mark.slow
@@ -62,7 +64,15 @@ def test_a_seeded_warm_start_repeats_with_rollouts_in_two_threads():
     # must be its own, or the weights depend on thread timing.
     graphs = "recurrent-gru-infer-l1-h128-s16-b8-f32,recurrent-lstm-infer-l1-h128-s16-b8-f32"
     runs = [
-        train("ppo", graphs=graphs, steps=0, seed=1, environments=2, progress=False, warm_start=True)
+        train(
+            algorithm="ppo",
+            graphs=graphs,
+            steps=0,
+            seed=1,
+            environments=2,
+            progress=False,
+            warm_start=WARM_START,
+        )
         for _ in range(2)
     ]
     weights, repeated = (run.model.policy.state_dict() for run in runs)
@@ -74,13 +84,26 @@ def test_the_kl_anchor_holds_ppo_near_its_warm_start(small_graph):
     # A large entropy bonus and learning rate pull the policy away from its clone; the anchor
     # (`clone_kl_coef`) pulls it back: after the same updates it is closer to the clone than without.
     pull = {"ent_coef": 0.5, "learning_rate": 3e-3}
-    settings = {"graphs": small_graph, "steps": 256, "environments": 1, "progress": False, "warm_start": True}
-    runs = [train("ppo", **settings, overrides={**pull, "clone_kl_coef": k}) for k in (0.0, 5.0)]
-    env = PassOrderingEnv(graphs=small_graph, **ENVIRONMENT)
+    settings = {
+        "graphs": small_graph,
+        "steps": 256,
+        "environments": 1,
+        "progress": False,
+        "warm_start": WARM_START,
+    }
+    runs = [
+        train(
+            algorithm="ppo",
+            **settings,
+            hyperparameters=hyperparameters_of("ppo", {**pull, "clone_kl_coef": k}),
+        )
+        for k in (0.0, 5.0)
+    ]
+    env = PassOrderingEnv(graphs=small_graph, **ENVIRONMENT.to_json())
     observation, _ = env.reset(seed=0)
     divergences = []
     for run in runs:
-        assert run.hyperparameters["clone_kl_coef"] in (0.0, 5.0) and run.steps >= 256
+        assert run.hyperparameters.clone_kl_coef in (0.0, 5.0) and run.steps >= 256
         model = run.model
         tensors = model.policy.obs_to_tensor(observation)[0]
         divergences.append(model.anchor_divergence(tensors, env.action_masks()[None]).item())

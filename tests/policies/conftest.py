@@ -30,20 +30,21 @@ def policies_root(tmp_path, monkeypatch):
 
 def run_metadata(name: str, actions: list[str] | None = None) -> dict:
     """Metadata as `xlabench retrain` writes it, for a model that was not trained."""
-    from xlabench.agents.train import ACTIVATION, ENVIRONMENT, NET_ARCH
+    from xlabench.agents.config import ACTIVATION, NET_ARCH
+    from xlabench.agents.train import ENVIRONMENT
     from xlabench.env.pass_ordering import observation_space
     from xlabench.policies.artifact import observation_spec
 
     driver = default_driver()
-    actions = actions or driver.catalogue.action_passes(ENVIRONMENT["action_set"])
+    actions = actions or driver.catalogue.action_passes(ENVIRONMENT.action_set)
     return {
         "name": name,
         "algorithm": "ppo",
         "jaxlib_version": driver.jaxlib_version,
         "actions": actions,
         "observation_spec": observation_spec(observation_space(len(actions))),
-        "environment": dict(ENVIRONMENT),
-        "hyperparameters": {"net_arch": NET_ARCH, "activation": ACTIVATION},
+        "environment": ENVIRONMENT.to_json(),
+        "hyperparameters": {"net_arch": list(NET_ARCH), "activation": ACTIVATION},
         "training": {"graphs": SMALL_GRAPH, "steps": 0, "seconds": 0},
         "eval": {},
     }

@@ -21,7 +21,7 @@ from xlabench.xla import default_driver
 def test_a_loaded_policy_acts_as_the_model_it_was_saved_from(saved_policy, ppo_model):
     policy = load_policy("tiny", default_driver())
     assert policy.label == "tiny@v1.0" and saved_policy.name == "v1.0"
-    env = PassOrderingEnv(graphs=SMALL_GRAPH, action_set=ENVIRONMENT["action_set"])
+    env = PassOrderingEnv(graphs=SMALL_GRAPH, action_set=ENVIRONMENT.action_set)
     observation, _ = env.reset(seed=0)
     mask = env.action_masks()
     expected, _ = ppo_model.predict(observation, deterministic=True, action_masks=mask)
@@ -33,7 +33,7 @@ def test_a_loaded_policy_acts_as_the_model_it_was_saved_from(saved_policy, ppo_m
 def test_versions_minor_for_new_weights_major_for_new_spaces(saved_policy, ppo_model, policies_root):
     weights = ppo_model.policy.state_dict()
     assert save("tiny", weights, run_metadata("tiny"), "again", policies_root).name == "v1.1"
-    fewer = default_driver().catalogue.action_passes(ENVIRONMENT["action_set"])[:-1]
+    fewer = default_driver().catalogue.action_passes(ENVIRONMENT.action_set)[:-1]
     assert (
         save("tiny", weights, run_metadata("tiny", fewer), "a compiler change", policies_root).name == "v2.0"
     )
@@ -82,7 +82,7 @@ def _untrained_weights(action_count: int) -> dict:
     """The state dict of an untrained network for `action_count` actions, as retrain would save it."""
     from gymnasium import spaces
 
-    from xlabench.agents.train import ACTIVATION, NET_ARCH
+    from xlabench.agents.config import ACTIVATION, NET_ARCH
     from xlabench.env.pass_ordering import observation_space
     from xlabench.policies.networks import policy_class, policy_kwargs
 
@@ -98,7 +98,7 @@ def _untrained_weights(action_count: int) -> dict:
 def test_a_policy_made_with_other_actions_keeps_its_own_and_masks_what_the_compiler_lacks(policies_root):
     # Made on a release without the gather/scatter simplifiers, with one pass this release does not have.
     driver = default_driver()
-    installed = driver.catalogue.action_passes(ENVIRONMENT["action_set"])
+    installed = driver.catalogue.action_passes(ENVIRONMENT.action_set)
     actions = [a for a in installed if "_simplifier" not in a] + ["pass-of-another-release"]
     metadata = {**run_metadata("other", actions), "jaxlib_version": "0.9.2"}
     save("other", _untrained_weights(len(actions)), metadata, "other", policies_root)

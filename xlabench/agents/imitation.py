@@ -25,10 +25,18 @@ from typing import Any
 
 import numpy as np
 
+from xlabench.agents.expert import (
+    expert_action,
+    expert_order,
+    improve_order,
+    passes_worth_trying,
+    with_single_runs,
+    with_tries,
+)
+from xlabench.env.config import EnvironmentConfig
 from xlabench.errors import CompilerError
-from xlabench.xla import HloModule, PassDriver
+from xlabench.xla import PassDriver
 from xlabench.xla.catalogue import base_pass
-from xlabench.xla.execute import judge_sequence
 
 
 @dataclass
@@ -71,207 +79,11 @@ class Demonstrations:
 Step = tuple[dict[str, np.ndarray], np.ndarray, int]
 
 
-def expert_order(driver: PassDriver, env: Any) -> list[str]:
-    """XLA's effective order on the environment's current (raw) module, as its action names.
-
-    From one compile of XLA's default pipeline (`PassDriver.default_pipeline_changes`). Between
-    xlabench's passes the module goes through the canonical form, where some of XLA's changes are
-    no-ops (the call graph is already flat, ...): the order is played in `env` and what leaves the
-    module unchanged is left out, unless another pass requires it (so is a fixed-point variant's
-    repeat: its first application ran the pass to its fixed point). `env` is left at the order's end.
-    """
-    assert env.module is not None
-    catalogue = driver.catalogue
-    order: list[str] = []
-    for _, name in driver.default_pipeline_changes(env.module):
-        # A pass whose requirement did nothing in XLA's run still needs it first.
-        required = catalogue.unmet_requirement(name, order)
-        # With fixed-point variants as actions, XLA's run of a pass is its variant's.
-        actions = [catalogue.action_for(n, env.actions) for n in (required, name) if n is not None]
-        order += [action for action in actions if action is not None]
-    effective: list[str] = []
-    for name in order:
-        if len(effective) == env.max_steps - 1:
-            break
-        before = env.module.fingerprint
-        env.step(env.actions.index(name))
-        if catalogue.worth_taking(name, env.module.fingerprint != before):
-            effective.append(name)
-    return effective
-
-
-def improve_order(
-    driver: PassDriver,
-    module: HloModule,
-    order: list[str],
-    candidates: list[str],
-    budget: int,
-    max_length: int,
-    insertions: Sequence[str] = (),
-) -> tuple[list[str], int]:
-    """Hill-climb from an order: keep a one-pass edit that lowers the fair count R and leaves the outputs
-    numerically no worse than XLA's default executable's, until none does.
-
-    The edits: append one of `candidates` (XLA's passes on this graph), drop one pass, or insert one
-    of `insertions` before a pass, the last positions first -- their suffix to re-apply is short.
-    Outputs are judged as `search:local` judges them (`judge_sequence`: on bf16 and narrower, against
-    the module lifted to f32, where XLA's default is not the most accurate answer either): an edit
-    ahead of float normalization is kept where its numerics are no worse, not refused by position.
-    `budget` bounds the compiler calls (pass applications past the unchanged prefix, counts, checks).
-    XLA's order is a strong start, not an optimum: on the CG loops of the suite, sequences exist
-    whose result has 5% fewer ops than XLA's.
-    Returns the order and its R.
-    """
-    catalogue = driver.catalogue
-    spent = 0
-
-    def valid(sequence: list[str]) -> bool:
-        return all(catalogue.unmet_requirement(name, sequence[:i]) is None for i, name in enumerate(sequence))
-
-    def evaluate(start: HloModule, suffix: list[str], sequence: list[str]) -> tuple[HloModule, int] | None:
-        """The module after `suffix` from `start` and the fair count of `sequence`; None if out of budget."""
-        nonlocal spent
-        current = start
-        for name in suffix:
-            if spent >= budget:
-                return None
-            try:
-                following, calls = driver.apply_action(current, name)
-            except CompilerError:
-                spent += 1
-                return None
-            spent += calls
-            if not catalogue.worth_taking(name, following.fingerprint != current.fingerprint):
-                return None
-            current = following
-        if spent >= budget:
-            return None
-        spent += 1
-        try:
-            return current, driver.fair_op_count(current, sequence)
-        except CompilerError:
-            return None
-
-    prefixes = [module]  # prefixes[i]: the module after order[:i]
-    for name in order:
-        prefixes.append(driver.apply_pass(prefixes[-1], name))
-    best = driver.fair_op_count(prefixes[-1], order)
-    improved = True
-    while improved and spent < budget:
-        improved = False
-        edits = [(len(order), [name]) for name in candidates if len(order) < max_length]
-        positions = list(reversed(range(len(order))))
-        edits += [(i, order[i + 1 :]) for i in positions]
-        if len(order) < max_length:
-            edits += [(i, [name, *order[i:]]) for i in positions for name in insertions]
-        for position, suffix in edits:
-            sequence = order[:position] + suffix
-            if not valid(sequence):
-                continue
-            result = evaluate(prefixes[position], suffix, sequence)
-            if result is not None and result[1] < best and spent < budget:
-                spent += 1  # the output check: the sequence's executable
-                try:
-                    verdict, _ = judge_sequence(module, result[0], sequence, driver=driver)
-                except CompilerError:
-                    continue
-                if verdict.problems:
-                    continue  # fewer ops, numerically worse: not an improvement
-                order, best, improved = sequence, result[1], True
-                prefixes = prefixes[: position + 1]
-                for name in suffix:
-                    prefixes.append(driver.apply_pass(prefixes[-1], name))
-                break
-            if spent >= budget:
-                break
-    return order, best
-
-
-def expert_action(order: list[str], sequence: list[str], mask: np.ndarray, actions: list[str]) -> int:
-    """What XLA's order says to do after `sequence`: its first pass not yet done in order and allowed.
-
-    The sequence is matched against the order as a subsequence (greedily, skipping): a pass the
-    policy left out stays to do, a pass it applied out of order is done again at its place; with
-    nothing left, *stop*. Along the order itself this is the order's next pass.
-    """
-    done = [False] * len(order)
-    position = 0
-    for name in sequence:
-        for index in range(position, len(order)):
-            if order[index] == name:
-                done[index], position = True, index + 1
-                break
-    for index, name in enumerate(order):
-        if not done[index] and mask[actions.index(name)]:
-            return actions.index(name)
-    return len(actions)
-
-
-def passes_worth_trying(orders: dict[str, list[str]], share: float) -> list[str]:
-    """The passes in at least `share` of the orders: the ones a policy tries even where XLA's did nothing."""
-    counts: dict[str, int] = {}
-    for order in orders.values():
-        for name in set(order):
-            counts[name] = counts.get(name, 0) + 1
-    return sorted(name for name, count in counts.items() if count >= share * len(orders))
-
-
-def with_tries(order: list[str], tries: list[str], actions: list[str], catalogue: Any) -> list[str]:
-    """The order with each pass of `tries` it lacks put at its place in the pipeline.
-
-    Its place: before the order's first pass that comes later in XLA's pipeline (actions are in
-    pipeline order). A policy cannot see whether such a pass would change the module; trying it
-    costs one call, leaving it out where it would have changed the module costs ops.
-    """
-    result = list(order)
-    for name in sorted(tries, key=actions.index):
-        if name in result:
-            continue
-        index = actions.index(name)
-        at = next((i for i, other in enumerate(result) if actions.index(other) > index), len(result))
-        if catalogue.unmet_requirement(name, result[:at]) is None:
-            result.insert(at, name)
-    return result
-
-
-def with_single_runs(orders: dict[str, list[str]], env: Any) -> dict[str, list[str]]:
-    """The orders with each fixed-point variant taken as its single run where that costs no more.
-
-    Played in `env` from each graph's start. A variant whose loop took two runs (one that changed
-    the module, one that found nothing) becomes the single run: the same module, one call less. One
-    that changed nothing costs a run either way; it takes the form its pass has most often in the
-    orders, so a policy learns one form a pass, not whether it will change the module. Without
-    single runs among the environment's actions, the orders as they are.
-    """
-    if not any(base_pass(name) != name and base_pass(name) in env.actions for name in env.actions):
-        return orders  # nothing to replay the orders for
-    runs: dict[str, list[int]] = {}
-    for graph_name, order in orders.items():
-        env.reset(seed=0, options={"graph": graph_name})
-        runs[graph_name] = []
-        for name in order:
-            _, _, _, _, info = env.step(env.actions.index(name))
-            runs[graph_name].append(info["calls"])
-    votes: dict[str, int] = {}  # > 0: the single run more often than the variant
-    for graph_name, order in orders.items():
-        for name, calls in zip(order, runs[graph_name], strict=True):
-            if base_pass(name) != name and calls >= 2:
-                votes[name] = votes.get(name, 0) + (1 if calls == 2 else -1)
-    result = {}
-    for graph_name, order in orders.items():
-        result[graph_name] = []
-        for name, calls in zip(order, runs[graph_name], strict=True):
-            single = base_pass(name)
-            cheaper = calls == 2 or (calls < 2 and votes.get(name, 0) > 0)
-            offered = single != name and single in env.actions
-            result[graph_name].append(single if offered and cheaper else name)
-    return result
-
-
 def demonstrations(
     graphs: str,
-    environment: dict[str, Any],
+    environment: EnvironmentConfig,
     driver: PassDriver,
+    *,
     workers: int = 2,
     per_family: int | None = None,
     improve_budget: int = 0,
@@ -355,8 +167,9 @@ def aggregate(
     policy: Any,
     data: Demonstrations,
     graphs: str,
-    environment: dict[str, Any],
+    environment: EnvironmentConfig,
     driver: PassDriver,
+    *,
     workers: int = 2,
     per_family: int | None = None,
     gamma: float = 0.99,
@@ -405,10 +218,10 @@ def _select(graphs: str, per_family: int | None) -> list[Any]:
     return selected
 
 
-def _environment(graphs: list[Any], environment: dict[str, Any], driver: PassDriver) -> Any:
+def _environment(graphs: list[Any], environment: EnvironmentConfig, driver: PassDriver) -> Any:
     from xlabench.env import PassOrderingEnv
 
-    return PassOrderingEnv(graphs=graphs, driver=driver, **environment)
+    return PassOrderingEnv(graphs=graphs, driver=driver, **environment.to_json())
 
 
 def _play(

@@ -1,6 +1,7 @@
-"""Train a pass-ordering policy with stable-baselines3 / sb3-contrib: every hyperparameter is here.
+"""Train a pass-ordering policy with stable-baselines3 / sb3-contrib.
 
-Read top to bottom: the environment settings, the hyperparameters of each algorithm, how the
+The configuration is in `xlabench.agents.config` (hyperparameters, warm start) and
+`xlabench.env.config` (the environment). Read this file top to bottom: how the
 vectorised environments are built (one compiler worker per environment process, all sharing the
 transition cache, so revisited states cost nothing), the progress bar, and `train`.
 
@@ -28,95 +29,24 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-ALGORITHMS = ("ppo", "ppo-shaping", "ppo-value", "a2c", "dqn", "trpo")
+from xlabench.agents.config import (
+    ACTIVATION,
+    GAMMA,
+    NET_ARCH,
+    AlgorithmConfig,
+    ShapingPPOConfig,
+    WarmStartConfig,
+    hyperparameters_of,
+)
+from xlabench.env.config import EnvironmentConfig
 
-# The environment every algorithm trains in (see xlabench.env.PassOrderingEnv). Counting only at
-# the episode's end makes a step ~16x cheaper (`xlabench bench env`); the return is the same.
-# 64 steps: XLA's own order on a 3-layer T5 bf16 step changes the module 56 times (reshape-mover
-# alone ~45: it moves one layer of reshapes a run); with 30, a policy cannot reach the default there.
-# Fixed-point variants (see xlabench.xla.catalogue): with single runs, policies trained on the train
-# split stopped one reshape-mover short of XLA on deeper unseen graphs (mlp_mixer, gnn inference).
-# With both a variant and its single run, the warm start imitates the single run where one run
-# reaches the fixed point (`with_single_runs`): ~3 calls a graph fewer (docs/design.md, "Single runs
-# beside the variants").
-ENVIRONMENT: dict[str, Any] = {
-    "action_set": "fixed-point-and-single",
-    "max_steps": 64,
-    "error_penalty": 0.01,
-    "count_every_step": False,
-    # Mask passes known to change nothing before they run (no opcodes to rewrite, a fixed point just
-    # reached). Off: in five warm-start trials it saved at most a call a graph and cost unseen graphs
-    # (docs/design.md, "Passes known to change nothing").
-    "mask_inapplicable": False,
-    # What the return is measured against: the raw module's count ("unoptimized", (R0 - R) / R0) or
-    # XLA's default count ("default", (D - R) / D): `xlabench retrain --reward-baseline`.
-    "reward_baseline": "unoptimized",
-}
+# The environment every algorithm trains in and the warm start before it: the shipped configuration.
+ENVIRONMENT = EnvironmentConfig()
+WARM_START = WarmStartConfig()
 
 # One torch thread: the networks are small MLPs and the cores belong to the compiler workers. On 2
 # cores next to them, 400 epochs of cloning ran 4.5x slower with torch's default of 2 threads.
 TORCH_THREADS = 1
-GAMMA = 0.99
-NET_ARCH = [128, 128]
-ACTIVATION = "tanh"
-
-HYPERPARAMETERS: dict[str, dict[str, Any]] = {
-    "ppo": {
-        "learning_rate": 3e-4,
-        "n_steps": 128,  # per environment, between updates
-        "batch_size": 64,
-        "n_epochs": 10,
-        "gae_lambda": 0.95,
-        "clip_range": 0.2,
-        "ent_coef": 0.0,
-        "vf_coef": 0.5,
-        "max_grad_norm": 0.5,
-        # Stop an update's epochs once the policy moved this far (approximate KL) from the one that
-        # collected the rollouts; None: never.
-        "target_kl": None,
-        # Weight of KL(warm start ‖ policy) in the loss (`xlabench.agents.anchored`): PPO moves the
-        # cloned policy where the advantage says so and stays near it elsewhere. 0: plain MaskablePPO.
-        "clone_kl_coef": 0.0,
-    },
-    "a2c": {"learning_rate": 7e-4, "n_steps": 8, "gae_lambda": 0.95, "ent_coef": 0.0, "vf_coef": 0.5},
-    "dqn": {
-        "learning_rate": 1e-4,
-        "buffer_size": 50_000,
-        "learning_starts": 500,
-        "batch_size": 64,
-        "train_freq": 4,
-        "target_update_interval": 500,
-        "exploration_fraction": 0.3,
-        "exploration_final_eps": 0.05,
-    },
-    "trpo": {"learning_rate": 1e-3, "n_steps": 128, "batch_size": 64, "gae_lambda": 0.95, "target_kl": 0.01},
-}
-HYPERPARAMETERS["ppo-shaping"] = {**HYPERPARAMETERS["ppo"], "shaping_coefficient": 0.1}
-HYPERPARAMETERS["ppo-value"] = dict(HYPERPARAMETERS["ppo"])
-
-# Warm start (actor-critic algorithms): behaviour cloning of XLA's own effective order on the
-# training graphs before any reinforcement learning, then `dagger_rounds` of DAgger: roll out,
-# label the states the policy reaches with XLA's order from there, fit again
-# (`xlabench.agents.imitation`). `per_family` None: every training graph (XLA's order on one
-# costs one compile, its demonstration a pass application per step).
-WARM_START: dict[str, Any] = {
-    "per_family": None,
-    # Compiler calls per graph to improve XLA's order before it is imitated (`improve_order`):
-    # appending one of its passes or dropping one, while that lowers R. 0: XLA's order as it is.
-    "improve_budget": 100,
-    # Passes whose single run `improve_order` may also insert where XLA iterates them (empty: none);
-    # an order is kept only if its outputs stay numerically no worse than XLA's default's (the
-    # reference rule, `judge_sequence`). The trials: docs/design.md, "The warm start".
-    "improve_insertions": (),
-    "epochs": 400,
-    "learning_rate": 3e-3,
-    "batch_size": 64,
-    "dagger_rounds": 4,
-    # Passes in at least this share of the training graphs' orders are tried in every order, even
-    # where XLA's run left them with nothing to do (`with_tries`); None: XLA's effective order only.
-    # 0.5: the trials in docs/design.md, "The warm start".
-    "try_share": 0.5,
-}
 
 
 @dataclass
@@ -125,8 +55,8 @@ class TrainingRun:
 
     model: Any
     algorithm: str
-    hyperparameters: dict[str, Any]
-    environment: dict[str, Any]
+    hyperparameters: AlgorithmConfig
+    environment: EnvironmentConfig
     actions: list[str]
     steps: int
     episodes: int
@@ -156,8 +86,8 @@ class TrainingRun:
             "catalogue_sha256": hashlib.sha256(catalogue).hexdigest(),
             "actions": self.actions,
             "observation_spec": observation_spec(observation_space(len(self.actions))),
-            "environment": self.environment,
-            "hyperparameters": self.hyperparameters,
+            "environment": self.environment.to_json(),
+            "hyperparameters": self.hyperparameters.to_json(),
             "seed": self.seed,
             "warm_start": self.warm_start,
             "training": {
@@ -181,14 +111,14 @@ def make_environment(
     algorithm: str,
     seed: int,
     rank: int,
+    *,
     own_process: bool = False,
-    environment: dict[str, Any] | None = None,
-    overrides: dict[str, Any] | None = None,
+    environment: EnvironmentConfig = ENVIRONMENT,
+    hyperparameters: AlgorithmConfig | None = None,
 ) -> Callable[[], gymnasium.Env]:
     """A factory for one training environment (`own_process`: it runs in a process of its own) with
-    `environment`'s settings (default `ENVIRONMENT`) and `overrides` of the hyperparameters."""
-    settings = dict(ENVIRONMENT if environment is None else environment)
-    hyperparameters = hyperparameters_of(algorithm, overrides)
+    `environment`'s settings, wrapped as `algorithm` (with `hyperparameters`, default its own) needs."""
+    config = hyperparameters or hyperparameters_of(algorithm)
 
     def build() -> gymnasium.Env:
         from stable_baselines3.common.monitor import Monitor
@@ -206,10 +136,10 @@ def make_environment(
         from xlabench.xla.pool import CompilerPool
 
         env: gymnasium.Env = PassOrderingEnv(
-            graphs=graphs, driver=PassDriver(pool=CompilerPool(size=1)), **settings
+            graphs=graphs, driver=PassDriver(pool=CompilerPool(size=1)), **environment.to_json()
         )
-        if algorithm == "ppo-shaping":
-            env = CostShaping(env, GAMMA, hyperparameters["shaping_coefficient"])
+        if isinstance(config, ShapingPPOConfig):
+            env = CostShaping(env, GAMMA, config.shaping_coefficient)
         if algorithm not in MASKABLE:
             env = MaskInObservation(env)
         env = Monitor(env)
@@ -220,23 +150,14 @@ def make_environment(
     return build
 
 
-def hyperparameters_of(algorithm: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-    """`algorithm`'s hyperparameters from this file, with `overrides` (`retrain --set KEY=VALUE`)."""
-    if algorithm not in ALGORITHMS:
-        raise ValueError(f"{algorithm}: unknown algorithm")
-    settings = dict(HYPERPARAMETERS[algorithm])
-    unknown = sorted(set(overrides or {}) - set(settings))
-    if unknown:
-        known = ", ".join(settings)
-        raise ValueError(f"{algorithm} has no hyperparameter {', '.join(unknown)} (it has {known})")
-    return {**settings, **(overrides or {})}
-
-
 def build_model(
-    algorithm: str, env: Any, seed: int, logdir: str | None, overrides: dict[str, Any] | None = None
+    algorithm: str,
+    env: Any,
+    seed: int,
+    logdir: str | None = None,
+    hyperparameters: AlgorithmConfig | None = None,
 ) -> Any:
-    """The stable-baselines3 / sb3-contrib model of `algorithm`, with this file's hyperparameters
-    (`overrides` replace some)."""
+    """The stable-baselines3 / sb3-contrib model of `algorithm`, with `hyperparameters` (default its own)."""
     from sb3_contrib import TRPO
     from stable_baselines3 import A2C
 
@@ -244,12 +165,15 @@ def build_model(
     from xlabench.agents.masking import MaskedDQN
     from xlabench.policies.networks import policy_class, policy_kwargs
 
-    settings = hyperparameters_of(algorithm, overrides)
-    settings.pop("shaping_coefficient", None)
+    config = hyperparameters or hyperparameters_of(algorithm)
     common = {"gamma": GAMMA, "seed": seed, "tensorboard_log": logdir, "verbose": 0, "device": "cpu"}
     model_class = {"a2c": A2C, "dqn": MaskedDQN, "trpo": TRPO}.get(algorithm, AnchoredMaskablePPO)
     return model_class(
-        policy_class(algorithm), env, policy_kwargs=policy_kwargs(NET_ARCH, ACTIVATION), **settings, **common
+        policy_class(algorithm),
+        env,
+        policy_kwargs=policy_kwargs(list(NET_ARCH), ACTIVATION),
+        **config.model_arguments(),
+        **common,
     )
 
 
@@ -291,6 +215,7 @@ def progress_callback(total_steps: int) -> Any:
 
 
 def train(
+    *,
     algorithm: str = "ppo",
     graphs: str = "train",
     steps: int = 10_000,
@@ -299,18 +224,18 @@ def train(
     logdir: str | None = None,
     progress: bool = True,
     ray_address: str | None = None,
-    warm_start: bool = False,
-    environment: dict[str, Any] | None = None,
-    overrides: dict[str, Any] | None = None,
+    warm_start: WarmStartConfig | None = None,
+    environment: EnvironmentConfig = ENVIRONMENT,
+    hyperparameters: AlgorithmConfig | None = None,
 ) -> TrainingRun:
     """Train `algorithm` on the graphs of a SPEC for `steps` environment steps.
 
     The environments run in local processes, or as Ray actors on the cluster at `ray_address`, with
-    `environment`'s settings (default `ENVIRONMENT`) and `overrides` of `HYPERPARAMETERS`. With
-    `warm_start`, the policy first imitates XLA's own order on the same graphs.
+    `environment`'s settings and `hyperparameters` (default the algorithm's own, `HYPERPARAMETERS`).
+    With a `warm_start`, the policy first imitates XLA's own order on the same graphs.
     """
-    environment = dict(ENVIRONMENT if environment is None else environment)
-    if warm_start and algorithm == "dqn":
+    config = hyperparameters or hyperparameters_of(algorithm)
+    if warm_start is not None and algorithm == "dqn":
         raise ValueError("a warm start needs an actor-critic algorithm, not dqn")
     import torch
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
@@ -321,7 +246,15 @@ def train(
     torch.set_num_threads(TORCH_THREADS)
     own_process = environments > 1 and ray_address is None
     factories = [
-        make_environment(graphs, algorithm, seed, rank, own_process, environment, overrides)
+        make_environment(
+            graphs,
+            algorithm,
+            seed,
+            rank,
+            own_process=own_process,
+            environment=environment,
+            hyperparameters=config,
+        )
         for rank in range(environments)
     ]
     if ray_address is not None:
@@ -333,8 +266,10 @@ def train(
         vector = SubprocVecEnv(factories) if environments > 1 else DummyVecEnv(factories)
     started = time.perf_counter()
     try:
-        model = build_model(algorithm, vector, seed, logdir, overrides)
-        cloned = _warm_start(model, graphs, seed, environments, environment) if warm_start else None
+        model = build_model(algorithm, vector, seed, logdir, config)
+        cloned = None
+        if warm_start is not None:
+            cloned = _warm_start(model, graphs, seed, environments, environment, warm_start)
         if cloned is not None and algorithm in MASKABLE:
             model.set_anchor()
         clone = {key: value.detach().clone() for key, value in model.policy.state_dict().items()}
@@ -358,14 +293,9 @@ def train(
     return TrainingRun(
         model=model,
         algorithm=algorithm,
-        hyperparameters={
-            "gamma": GAMMA,
-            "net_arch": NET_ARCH,
-            "activation": ACTIVATION,
-            **hyperparameters_of(algorithm, overrides),
-        },
+        hyperparameters=config,
         environment=environment,
-        actions=default_driver().catalogue.action_passes(environment["action_set"]),
+        actions=default_driver().catalogue.action_passes(environment.action_set),
         steps=int(model.num_timesteps),
         episodes=episodes,
         seconds=time.perf_counter() - started,
@@ -399,7 +329,12 @@ def learning_curve(returns: list[list[float]], lengths: list[list[int]]) -> list
 
 
 def _warm_start(
-    model: Any, graphs: str, seed: int, workers: int, environment: dict[str, Any]
+    model: Any,
+    graphs: str,
+    seed: int,
+    workers: int,
+    environment: EnvironmentConfig,
+    config: WarmStartConfig,
 ) -> dict[str, Any]:
     """Behaviour cloning of XLA's effective order, then DAgger (`xlabench.agents.imitation`)."""
     from xlabench.agents.imitation import aggregate, behaviour_cloning, demonstrations
@@ -407,7 +342,11 @@ def _warm_start(
     from xlabench.xla.pool import CompilerPool
 
     started = time.perf_counter()
-    cloning = {key: WARM_START[key] for key in ("epochs", "learning_rate", "batch_size")}
+    cloning = {
+        "epochs": config.epochs,
+        "learning_rate": config.learning_rate,
+        "batch_size": config.batch_size,
+    }
     pool = CompilerPool(size=max(1, workers))
     try:
         driver = PassDriver(pool=pool)
@@ -415,26 +354,33 @@ def _warm_start(
             graphs,
             environment,
             driver,
-            workers,
-            WARM_START["per_family"],
-            WARM_START["improve_budget"],
-            GAMMA,
-            WARM_START["try_share"],
-            WARM_START["improve_insertions"],
+            workers=workers,
+            per_family=config.per_family,
+            improve_budget=config.improve_budget,
+            gamma=GAMMA,
+            try_share=config.try_share,
+            insertions=config.improve_insertions,
         )
         improved = {name: pair for name, pair in data.counts.items() if pair[1] < pair[0]}
         figures = behaviour_cloning(model.policy, data, seed=seed, **cloning)
         rounds = []
-        for round_ in range(WARM_START["dagger_rounds"]):
+        for round_ in range(config.dagger_rounds):
             data, visited = aggregate(
-                model.policy, data, graphs, environment, driver, workers, WARM_START["per_family"], GAMMA
+                model.policy,
+                data,
+                graphs,
+                environment,
+                driver,
+                workers=workers,
+                per_family=config.per_family,
+                gamma=GAMMA,
             )
             figures = behaviour_cloning(model.policy, data, seed=seed + round_ + 1, **cloning)
             rounds.append({**visited, "accuracy": figures["accuracy"]})
     finally:
         pool.close()
     return {
-        **WARM_START,
+        **config.to_json(),
         **figures,
         # Graphs where the improved order beat XLA's, with (R of XLA's order, R improved).
         "improved_orders": {name: list(pair) for name, pair in sorted(improved.items())},

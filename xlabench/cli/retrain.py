@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from xlabench.agents.train import ALGORITHMS
+from xlabench.agents.config import ALGORITHMS, AlgorithmConfig
 
 DEFAULT_STEPS = 20_000
 # Timed runs of each executable in retrain's evaluation: it executes to judge outputs; the runtime ratio
@@ -35,14 +35,14 @@ def register(subparsers: Any) -> None:
         "--reward-baseline",
         choices=("unoptimized", "default"),
         help="measure the return against the raw module's count or XLA's default count "
-        "(default: the environment's, `ENVIRONMENT` in xlabench/agents/train.py)",
+        "(default: the environment's, `EnvironmentConfig` in xlabench/env/config.py)",
     )
     parser.add_argument(
         "--set",
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="replace one of the algorithm's hyperparameters (HYPERPARAMETERS in xlabench/agents/train.py), "
+        help="replace one of the algorithm's hyperparameters (HYPERPARAMETERS in xlabench/agents/config.py), "
         "e.g. --set ent_coef=0.01; repeatable, stored in the policy's metadata",
     )
     parser.add_argument("--logdir", default=None, help="TensorBoard log directory")
@@ -66,11 +66,12 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=run_retrain)
 
 
-def parse_overrides(algorithm: str, pairs: list[str]) -> dict[str, Any]:
-    """`--set KEY=VALUE` pairs as hyperparameter overrides (values read as JSON: 0.01, 64, null, true)."""
+def parse_hyperparameters(algorithm: str, pairs: list[str]) -> AlgorithmConfig:
+    """`algorithm`'s hyperparameters with `--set KEY=VALUE` pairs applied (values read as JSON: 0.01,
+    64, null, true)."""
     import json
 
-    from xlabench.agents.train import hyperparameters_of
+    from xlabench.agents.config import hyperparameters_of
     from xlabench.errors import UserInputError
 
     overrides: dict[str, Any] = {}
@@ -83,10 +84,9 @@ def parse_overrides(algorithm: str, pairs: list[str]) -> dict[str, Any]:
         except json.JSONDecodeError:
             raise UserInputError(f"--set {pair}: {text!r} is not a number, true/false or null") from None
     try:
-        hyperparameters_of(algorithm, overrides)
+        return hyperparameters_of(algorithm, overrides)
     except ValueError as error:
         raise UserInputError(f"--set: {error}") from None
-    return overrides
 
 
 def numerically_worse(rows: list[dict[str, Any]]) -> list[str]:
@@ -100,7 +100,7 @@ def run_retrain(args: argparse.Namespace) -> int:
     atomically -- unless some graph's outputs are numerically worse than the default's: then nothing is
     written."""
     from xlabench.agents.seeds import curves_figure, parse_seeds, statistics
-    from xlabench.agents.train import ENVIRONMENT, train
+    from xlabench.agents.train import ENVIRONMENT, WARM_START, train
     from xlabench.errors import UserInputError
     from xlabench.eval.evaluate import RESULT_FIELDS, evaluate_graphs, summarize
     from xlabench.graphs import resolve_graphs
@@ -114,27 +114,26 @@ def run_retrain(args: argparse.Namespace) -> int:
     eval_specs = [spec for spec in args.eval_graphs.split(",") if spec]
     eval_graphs = {spec: resolve_graphs(spec) for spec in eval_specs}  # bad SPECs fail before training
     resolve_graphs(args.graphs)
-    overrides = parse_overrides(args.algo, args.set)
+    hyperparameters = parse_hyperparameters(args.algo, args.set)
     seeds = parse_seeds(args.seeds) if args.seeds else [args.seed]
     select_graphs = resolve_graphs(args.select_on) if args.seeds else []
-    environment = dict(ENVIRONMENT)
+    environment = ENVIRONMENT
     if args.reward_baseline is not None:
-        environment["reward_baseline"] = args.reward_baseline
-    warm_start = args.warm_start == "xla-order" and args.algo != "dqn"
+        environment = environment.replace(reward_baseline=args.reward_baseline)
+    warm_start = WARM_START if args.warm_start == "xla-order" and args.algo != "dqn" else None
     runs = [
         train(
-            args.algo,
-            args.graphs,
-            args.steps,
-            seed,
-            args.workers,
-            args.logdir,
-            True,
-            args.ray,
-            warm_start,
-            environment,
-            overrides,
-        )  # fmt: skip
+            algorithm=args.algo,
+            graphs=args.graphs,
+            steps=args.steps,
+            seed=seed,
+            environments=args.workers,
+            logdir=args.logdir,
+            ray_address=args.ray,
+            warm_start=warm_start,
+            environment=environment,
+            hyperparameters=hyperparameters,
+        )
         for seed in seeds
     ]
     pool = CompilerPool(size=max(1, args.workers))

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from xlabench.env.config import EnvironmentConfig
 from xlabench.errors import UserInputError
 from xlabench.interactive.protocol import (
     ChannelClosed,
@@ -28,10 +29,10 @@ from xlabench.interactive.protocol import (
 )
 
 DEFAULT_TIMEOUT = 300.0
-# The environment of the shipped policies (`xlabench.agents.train.ENVIRONMENT`): served with these
-# settings, a policy's advice gives the rollout `xlabench eval` makes.
-DEFAULT_ACTION_SET = "fixed-point-and-single"
-DEFAULT_MAX_STEPS = 64
+# The environment of the shipped policies: served with these settings, a policy's advice gives the
+# rollout `xlabench eval` makes.
+DEFAULT_ACTION_SET = EnvironmentConfig().action_set
+DEFAULT_MAX_STEPS = EnvironmentConfig().max_steps
 ADVICE = TensorSpec("advice", (1,), "int64_t")
 SCORE = TensorSpec("reward", (1,), "float")
 

@@ -37,15 +37,16 @@ class Policy:
         import torch
         from gymnasium import spaces
 
+        from xlabench.env.config import EnvironmentConfig
         from xlabench.env.pass_ordering import observation_space
         from xlabench.policies.networks import policy_class, policy_kwargs
 
         self.artifact = artifact
         metadata = artifact.metadata
         self.actions: list[str] = list(metadata["actions"])
-        self.max_steps = int(metadata["environment"]["max_steps"])
-        # Policies made before inapplicable passes were masked roll out as they were trained.
-        self.mask_inapplicable = bool(metadata["environment"].get("mask_inapplicable", False))
+        environment = EnvironmentConfig.from_json(metadata["environment"])
+        self.max_steps = environment.max_steps
+        self.mask_inapplicable = environment.mask_inapplicable
         self.algorithm = str(metadata["algorithm"])
         hyperparameters = metadata["hyperparameters"]
         self.network = policy_class(self.algorithm)(

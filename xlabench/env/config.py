@@ -1,0 +1,53 @@
+"""The settings of a pass-ordering environment a policy is trained and served in.
+
+A policy's metadata stores them (`"environment"`); a rollout, `xlabench interactive` and retraining
+read them back from there, so a policy always acts in the environment it learnt in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from xlabench.errors import UserInputError
+
+
+@dataclass(frozen=True)
+class EnvironmentConfig:
+    """Keyword arguments of `PassOrderingEnv` that shape what a policy sees and is rewarded for.
+
+    The defaults are the environment of the shipped policies; why each is what it is:
+    docs/design.md ("Single runs beside the variants", "Passes known to change nothing").
+    """
+
+    # Fixed-point variants and single runs of each pass (xlabench.xla.catalogue).
+    action_set: str = "fixed-point-and-single"
+    # XLA's own order on a 3-layer T5 bf16 step changes the module 56 times (reshape-mover alone
+    # ~45): with fewer steps a policy cannot reach the default there.
+    max_steps: int = 64
+    error_penalty: float = 0.01
+    # Counting only at the episode's end makes a step ~16x cheaper; the return is the same.
+    count_every_step: bool = False
+    # Mask passes known to change nothing before they run.
+    mask_inapplicable: bool = False
+    # What the return is measured against: the raw module's count ("unoptimized", (R0 - R) / R0) or
+    # XLA's default count ("default", (D - R) / D).
+    reward_baseline: str = "unoptimized"
+
+    def to_json(self) -> dict[str, Any]:
+        """The metadata form: a dict of the fields."""
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> EnvironmentConfig:
+        """Read back from metadata; a key missing from an older policy's takes its default, which is
+        how environments behaved before the setting existed."""
+        names = {field.name for field in fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise UserInputError(f"unknown environment setting {', '.join(unknown)}")
+        return cls(**data)
+
+    def replace(self, **changes: Any) -> EnvironmentConfig:
+        """A copy with some settings changed (unknown names refused in one line)."""
+        return EnvironmentConfig.from_json({**self.to_json(), **changes})
