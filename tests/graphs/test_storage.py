@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 from typing import Any
 
 from xlabench.graphs import Graph, storage
@@ -33,9 +32,3 @@ def test_manifest_records_the_lowering_framework_version(stored_manifest: dict[s
 def test_stored_suite_is_under_50_mib() -> None:
     total = sum(path.stat().st_size for path in storage.DATA_DIR.iterdir() if path.is_file())
     assert total < MAX_STORED_BYTES
-
-
-def test_compression_is_reproducible() -> None:
-    text = "HloModule m\n\nENTRY e {\n  ROOT c = f32[] constant(1)\n}\n"
-    assert storage.compress_hlo(text) == storage.compress_hlo(text)
-    assert gzip.decompress(storage.compress_hlo(text)).decode() == text

@@ -67,7 +67,6 @@ def test_unseen_families_are_whole(suite_specs: list[GraphSpec]) -> None:
 
 def test_split_depends_only_on_name() -> None:
     assert split_of("vit", "anything") == "unseen"
-    assert split_of("gpt2", "gpt2-l1-d64-h2-s32-b2-f32") == split_of("gpt2", "gpt2-l1-d64-h2-s32-b2-f32")
     buckets = Counter(split_of("gpt2", f"gpt2-probe-{i}") for i in range(2000))
     assert 0.2 < buckets["test"] / 2000 < 0.3
 

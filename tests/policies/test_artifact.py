@@ -5,9 +5,6 @@ from __future__ import annotations
 import json
 import shutil
 
-import numpy as np
-import torch
-
 from tests.policies.conftest import SMALL_GRAPH, run_metadata
 from xlabench.agents.train import ENVIRONMENT
 from xlabench.cli import main
@@ -58,15 +55,6 @@ def _refusal(capsys, reference: str) -> str:
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "Traceback" not in err
     return err
-
-
-def test_a_flipped_byte_is_refused(saved_policy, tmp_path, capsys):
-    copy = _copy(saved_policy, tmp_path)
-    weights = copy / "weights.safetensors"
-    data = bytearray(weights.read_bytes())
-    data[len(data) // 2] ^= 0x01
-    weights.write_bytes(bytes(data))
-    assert f"{weights}: checksum mismatch" in _refusal(capsys, str(copy))
 
 
 def test_a_truncated_file_is_refused(saved_policy, tmp_path, capsys):
@@ -126,11 +114,3 @@ def test_a_policy_whose_network_cannot_take_the_observations_is_refused(policies
 def test_unknown_policies_and_versions_are_one_clear_error(saved_policy, capsys):
     assert "nosuch: no such policy" in _refusal(capsys, "nosuch")
     assert "no version v9.9 of tiny (versions: v1.0)" in _refusal(capsys, "tiny@v9.9")
-
-
-def test_weights_are_tensors_only(saved_policy):
-    from safetensors.torch import load_file
-
-    tensors = load_file(str(saved_policy / "weights.safetensors"))
-    assert tensors and all(isinstance(value, torch.Tensor) for value in tensors.values())
-    assert all(np.isfinite(value.numpy()).all() for value in tensors.values())
