@@ -13,13 +13,17 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from xlabench.baselines.compare import MIN_RUN_SECONDS, Tolerances
 from xlabench.plugin.benchmarks import Benchmarks
 from xlabench.plugin.gates import GEOMEAN_MIN_GATES
+
+if TYPE_CHECKING:
+    from xlabench.baselines.records import BaselineEntry
+    from xlabench.eval.records import EvaluationRow
 
 PROPERTY_VERDICT = "xlabench-verdict"
 PROPERTY_COVERAGE = "xlabench-coverage"
@@ -394,9 +398,7 @@ class Judge:
             self._known_gaps = load_known_gaps(root / KNOWN_GAPS_FILE)
         return self._known_gaps
 
-    def changed_by(
-        self, case: Case, row: dict[str, Any], baseline: dict[str, Any], jaxlib: str
-    ) -> str | None:
+    def changed_by(self, case: Case, row: EvaluationRow, baseline: BaselineEntry, jaxlib: str) -> str | None:
         """The pass that made R or D differ from the baseline's own compiler (when that one can run here)."""
         from xlabench.errors import CompilerError, UserInputError
         from xlabench.xla import PassDriver
@@ -413,11 +415,11 @@ class Judge:
             reference = self._reference[jaxlib][1]
             text = case.graph.hlo_text()
             found = None
-            if row.get("R") != baseline.get("R") or row.get("sequence") != baseline.get("sequence"):
+            if row.policy_ops != baseline.policy_ops or row.sequence != baseline.sequence:
                 found = attribute_sequence(
-                    reference, self.driver, text, case.graph.name, baseline["sequence"]
+                    reference, self.driver, text, case.graph.name, baseline.sequence or []
                 )
-            if found is None and baseline.get("D") is not None and row.get("D") != baseline["D"]:
+            if found is None and baseline.default_ops is not None and row.default_ops != baseline.default_ops:
                 found = attribute_default(reference, self.driver, text, case.graph.name)
         except (CompilerError, UserInputError) as error:
             return f"not attributed: {error}"
@@ -446,7 +448,7 @@ class Judge:
             row = measure(self.driver, case.graph, policy, settings.repeats, settings.min_run_seconds)
         else:  # gate (c) off: both executables still run once, for gate (d); no ratio to judge
             row = measure(self.driver, case.graph, policy, repeats=1, min_run_seconds=0.0)
-            row.update(runtime_ratio=None, run_seconds={})
+            row.runtime_ratio, row.run_seconds = None, None
         failures = judge(row, baseline, self.settings.tolerances)
         if any(failure.startswith("runtime") for failure in failures):
             # Runtimes are noisy on a busy machine: a runtime failure stands only if a second measurement
@@ -458,7 +460,7 @@ class Judge:
             if not any(failure.startswith("runtime") for failure in confirmed):
                 row, failures = again, confirmed
             else:
-                row["runtime_ratios_measured"] = [row.get("runtime_ratio"), again.get("runtime_ratio")]
+                row.runtime_ratios_measured = [row.runtime_ratio, again.runtime_ratio]
         if stored is not None and baseline is None and in_scope:
             # A suite graph in the policy's scope with nothing to hold it to would pass gate (b) unjudged.
             failures.append(
@@ -610,7 +612,7 @@ class SessionSummary:
 
 
 def _summary_line(row: dict[str, Any]) -> str:
-    from xlabench.eval.report import figure
+    from xlabench.eval.records import figure
 
     ops = f"{figure(row['baseline_R'], 0)} -> {figure(row['R'], 0)}"
     if row["baseline_R"] and row["R"] is not None and row["R"] != row["baseline_R"]:
