@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from xlabench.agents.train import ALGORITHMS
 
 if TYPE_CHECKING:  # `xlabench --help` stays quick: the evaluation is imported when retrain runs
-    from xlabench.eval.records import EvaluationRow
+    from xlabench.eval.records import EvaluationRow, Summary
 
 DEFAULT_STEPS = 20_000
 # Timed runs of each executable in retrain's evaluation: it executes to judge outputs; the runtime ratio
@@ -144,6 +144,7 @@ def run_retrain(args: argparse.Namespace) -> int:
     pool = CompilerPool(size=max(1, args.workers))
     driver = PassDriver(pool=pool)
     worse: list[str] = []
+    summaries: dict[str, Summary] = {}  # per eval SPEC
     try:
         selection = None
         run = runs[0]
@@ -164,7 +165,8 @@ def run_retrain(args: argparse.Namespace) -> int:
                 f"eval {spec}", args.ray,
             )  # fmt: skip
             per_graph = [row.result_json(details=False) for row in rows]
-            metadata["eval"][spec] = {**summarize(rows).to_json(), "per_graph": per_graph}
+            summaries[spec] = summarize(rows)
+            metadata["eval"][spec] = {**summaries[spec].to_json(), "per_graph": per_graph}
             worse += numerically_worse(rows)
     finally:
         pool.close()
@@ -178,9 +180,9 @@ def run_retrain(args: argparse.Namespace) -> int:
         )
         return 1
     scores_text = ", ".join(
-        f"{spec} {part['geomean_vs_default']:.4f}"
-        for spec, part in metadata["eval"].items()
-        if part.get("geomean_vs_default") is not None
+        f"{spec} {summary.geomean_vs_default:.4f}"
+        for spec, summary in summaries.items()
+        if summary.geomean_vs_default is not None
     )
     made = f"{run.algorithm}: {run.steps} steps" if run.steps > 0 else "warm start only (no PPO update)"
     chosen = ""
