@@ -48,8 +48,13 @@ def png_bytes(figure: Any, dpi: int = 110) -> bytes:
     return buffer.getvalue()
 
 
-def write_json(path: str | os.PathLike[str], document: Any, sort_keys: bool = False) -> None:
-    """Write `document` as indented JSON with a final newline, atomically (`write_atomically`)."""
+def json_bytes(document: Any, sort_keys: bool = False) -> bytes:
+    """`document` as the JSON every xlabench file holds: indented by one, with a final newline."""
     import json
 
-    write_atomically(path, (json.dumps(document, indent=1, sort_keys=sort_keys) + "\n").encode())
+    return (json.dumps(document, indent=1, sort_keys=sort_keys) + "\n").encode()
+
+
+def write_json(path: str | os.PathLike[str], document: Any, sort_keys: bool = False) -> None:
+    """Write `document` as indented JSON with a final newline, atomically (`write_atomically`)."""
+    write_atomically(path, json_bytes(document, sort_keys))

@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 from xlabench.baselines.compare import Comparison, Tolerances, counts, markdown_table, text_table
+from xlabench.baselines.records import BaselineEntry
+from xlabench.eval.records import EvaluationRow
 
-STORED = {"R": 100, "runtime_ratio": 1.0, "sequence": ["algsimp", "cse"]}
+STORED = BaselineEntry.from_json(
+    {"name": "g", "R": 100, "runtime_ratio": 1.0, "sequence": ["algsimp", "cse"]}
+)
 
 
 def now(R=100, ratio=1.0, sequence=("algsimp", "cse"), **extra):
-    return {"R": R, "runtime_ratio": ratio, "sequence": list(sequence), **extra}
+    return EvaluationRow.from_json(
+        {"name": "g", "family": "f", "R": R, "runtime_ratio": ratio, "sequence": list(sequence), **extra}
+    )
 
 
 def test_each_status_is_the_worst_thing_the_graph_shows():
     cases = {
-        "failed": Comparison("a", STORED, {"error": "compiler crashed"}),
+        "failed": Comparison("a", STORED, EvaluationRow("a", "f", error="compiler crashed")),
         "no baseline": Comparison("b", None, now()),
         "more ops": Comparison("c", STORED, now(R=101, ratio=0.5)),
         "slower": Comparison("d", STORED, now(ratio=1.6)),

@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
+from xlabench.baselines.records import PreviousVersion
 from xlabench.baselines.storage import BaselineError, load, write
+from xlabench.eval.records import EvaluationRow
 
-ROWS = [
+STORED_ROWS = [
     {"name": "g1", "family": "f", "I": 10, "D": 8, "R": 8, "vs_default": 1.0, "runtime_ratio": 1.01,
      "sequence": ["algsimp", "cse"], "calls": 3},
     {"name": "g2", "family": "f", "I": 20, "D": 15, "R": 16, "vs_default": 0.9375, "runtime_ratio": 0.99,
      "sequence": ["cse"], "calls": 2},
     {"name": "g3", "family": "f", "I": 5, "error": "compile failed"},
 ]  # fmt: skip
+ROWS = [EvaluationRow.from_json(row) for row in STORED_ROWS]
+
+
+def with_ops(row: EvaluationRow, policy_ops: int) -> EvaluationRow:
+    """The row measured with another op count."""
+    return dataclasses.replace(row, policy_ops=policy_ops)
 
 
 def test_written_baselines_load_back_per_graph(tmp_path):
@@ -22,7 +31,7 @@ def test_written_baselines_load_back_per_graph(tmp_path):
     assert sorted(path.name for path in directory.iterdir()) == ["g1.json", "g2.json", "metadata.json"]
     stored = load("general", "general@v1.0", "0.10.2", root=tmp_path)
     assert stored.graph_names() == ["g1", "g2"]  # the failed graph is not a baseline
-    assert stored.get("g2")["R"] == 16 and stored.get("g1")["sequence"] == ["algsimp", "cse"]
+    assert stored.get("g2").policy_ops == 16 and stored.get("g1").sequence == ["algsimp", "cse"]
     assert stored.get("g3") is None
     assert stored.metadata["machine"]["cores"] >= 1
     assert load("gpt2", root=tmp_path) is None
@@ -30,9 +39,9 @@ def test_written_baselines_load_back_per_graph(tmp_path):
 
 def test_a_partial_update_keeps_the_other_graphs(tmp_path):
     write("general", "general@v1.0", "0.10.2", ROWS, root=tmp_path)
-    write("general", "general@v1.0", "0.10.2", [{**ROWS[0], "R": 7}], root=tmp_path)
+    write("general", "general@v1.0", "0.10.2", [with_ops(ROWS[0], 7)], root=tmp_path)
     stored = load("general", "general@v1.0", "0.10.2", root=tmp_path)
-    assert stored.get("g1")["R"] == 7 and stored.get("g2")["R"] == 16
+    assert stored.get("g1").policy_ops == 7 and stored.get("g2").policy_ops == 16
     # Another policy version replaces the set as a whole.
     write("general", "general@v1.1", "0.10.2", [ROWS[1]], root=tmp_path)
     assert load("general", "general@v1.1", "0.10.2", root=tmp_path).graph_names() == ["g2"]
@@ -70,16 +79,14 @@ def test_a_damaged_metadata_file_is_refused(tmp_path):
 
 def test_a_new_version_keeps_what_the_version_before_achieved_per_graph(tmp_path):
     write("general", "general@v1.0", "0.10.2", ROWS, root=tmp_path)
-    write("general", "general@v1.1", "0.10.2", [{**ROWS[0], "R": 9}, ROWS[1]], root=tmp_path)
+    write("general", "general@v1.1", "0.10.2", [with_ops(ROWS[0], 9), ROWS[1]], root=tmp_path)
     stored = load("general", "general@v1.1", "0.10.2", root=tmp_path)
-    assert stored.get("g1")["previous"] == {
-        "policy": "general@v1.0", "jaxlib": "0.10.2", "R": 8, "runtime_ratio": 1.01,
-    }  # fmt: skip
+    assert stored.get("g1").previous == PreviousVersion("general@v1.0", "0.10.2", 8, 1.01)
     # Updating the same version again (part of the graphs, or on another jaxlib) keeps it.
-    write("general", "general@v1.1", "0.10.2", [{**ROWS[0], "R": 8}], root=tmp_path)
-    write("general", "general@v1.1", "0.11.0", [{**ROWS[1], "R": 15}], root=tmp_path)
+    write("general", "general@v1.1", "0.10.2", [with_ops(ROWS[0], 8)], root=tmp_path)
+    write("general", "general@v1.1", "0.11.0", [with_ops(ROWS[1], 15)], root=tmp_path)
     stored = load("general", "general@v1.1", "0.11.0", root=tmp_path)
-    assert stored.get("g2")["previous"]["R"] == 16 and stored.get("g2")["R"] == 15
+    assert stored.get("g2").previous.policy_ops == 16 and stored.get("g2").policy_ops == 15
     # The next version is held to v1.1, not v1.0.
     write("general", "general@v1.2", "0.11.0", [ROWS[1]], root=tmp_path)
-    assert load("general", root=tmp_path).get("g2")["previous"]["policy"] == "general@v1.1"
+    assert load("general", root=tmp_path).get("g2").previous.policy == "general@v1.1"

@@ -7,6 +7,7 @@ import pytest
 from xlabench.baselines.storage import load
 from xlabench.cli import main
 from xlabench.cli.baselines import median_rows
+from xlabench.eval.records import EvaluationRow
 
 GRAPH = "mlp_mixer-infer-l2-d64-p4-i16-b2-bf16"
 
@@ -24,17 +25,19 @@ def test_update_stores_and_diff_shows_what_a_compiler_change_does(tmp_path, monk
         "general@v2.0 against general@v1.1 (the version stored before), per graph:" in capsys.readouterr().out
     )
     stored = load("general", root=tmp_path).get(GRAPH)
-    assert stored["R"] <= stored["D"] and stored["sequence"] and stored["runtime_ratio"] > 0
-    assert stored["previous"]["policy"] == "general@v1.1" and stored["previous"]["R"] > 0
+    assert stored.policy_ops <= stored.default_ops and stored.sequence and stored.runtime_ratio > 0
+    assert stored.previous.policy == "general@v1.1" and stored.previous.policy_ops > 0
     # The stored ratio is the median of three measurements (each with its own compiles and runs).
-    ratios = stored["runtime_ratios"]
-    assert len(ratios) == 3 and stored["runtime_ratio"] == sorted(ratios)[1]
+    ratios = stored.runtime_ratios
+    assert len(ratios) == 3 and stored.runtime_ratio == sorted(ratios)[1]
     report = tmp_path / "diff.md"
     assert main(["baselines", "diff", *options, "--report", str(report)]) == 0
     assert "(1 graphs, " in capsys.readouterr().out
     markdown = report.read_text()
     assert "| graph | R before | R now | change | runtime before | runtime now | status |" in markdown
-    assert f"| {GRAPH} | {stored['R']} | {stored['R']} |  | {stored['runtime_ratio']:.3f} |" in markdown
+    assert (
+        f"| {GRAPH} | {stored.policy_ops} | {stored.policy_ops} |  | {stored.runtime_ratio:.3f} |" in markdown
+    )
     # A graph without a stored baseline is not a silent pass.
     unstored = [*options[:2], "--graphs", "recurrent-gru-infer-l1-h128-s16-b8-f32", *options[4:]]
     assert main(["baselines", "diff", *unstored]) == 1
@@ -44,7 +47,7 @@ def test_update_stores_and_diff_shows_what_a_compiler_change_does(tmp_path, monk
     monkeypatch.setenv("XLABENCH_DISABLE_PASSES", "algsimp")
     assert main(["baselines", "diff", *options]) == 1
     [row] = [line.split() for line in capsys.readouterr().out.splitlines() if line.strip().startswith(GRAPH)]
-    assert row[1] == str(stored["R"]) and int(row[2]) > stored["R"] and "more" in row
+    assert row[1] == str(stored.policy_ops) and int(row[2]) > stored.policy_ops and "more" in row
     assert main(["baselines", "update", *options]) == 2
     assert "baselines are measured with the whole compiler" in capsys.readouterr().err
     monkeypatch.delenv("XLABENCH_DISABLE_PASSES")
@@ -53,15 +56,17 @@ def test_update_stores_and_diff_shows_what_a_compiler_change_does(tmp_path, monk
 
 
 def test_a_stored_runtime_ratio_is_the_median_and_a_rollout_that_differs_is_not_stored():
-    def row(name, ratio, sequence=("algsimp",), R=10):
-        return {"name": name, "R": R, "sequence": list(sequence), "runtime_ratio": ratio}
+    def row(name, ratio, sequence=("algsimp",), R=10, error=None):
+        return EvaluationRow(
+            name, "f", policy_ops=R, sequence=list(sequence), runtime_ratio=ratio, error=error
+        )
 
     runs = [
         [row("a", 0.62), row("b", 1.0), row("c", 1.0)],
-        [row("a", 1.01), row("b", 1.0, sequence=("cse",)), row("c", 1.0) | {"error": "compiler crashed"}],
+        [row("a", 1.01), row("b", 1.0, sequence=("cse",)), row("c", 1.0, error="compiler crashed")],
         [row("a", 0.99), row("b", 1.0), row("c", 1.0)],
     ]
     a, b, c = median_rows(runs)
-    assert a["runtime_ratio"] == 0.99 and a["runtime_ratios"] == [0.62, 1.01, 0.99]  # the outlier is not kept
-    assert "differed between measurements" in b["error"]
-    assert c["error"] == "compiler crashed"
+    assert a.runtime_ratio == 0.99 and a.runtime_ratios == [0.62, 1.01, 0.99]  # the outlier is not kept
+    assert "differed between measurements" in b.error
+    assert c.error == "compiler crashed"

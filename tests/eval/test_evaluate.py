@@ -146,19 +146,20 @@ def test_a_checkpoint_of_another_run_or_not_a_checkpoint_is_refused_in_one_line(
 
 
 def test_a_graph_whose_outputs_differ_is_counted_and_named_in_the_report():
-    from xlabench.eval.evaluate import summarize
+    from xlabench.eval.records import EvaluationRow, summarize
     from xlabench.eval.report import markdown
 
-    row = {"name": "g", "family": "f", "I": 10, "D": 8, "R": 8, "vs_default": 1.0, "reduction_ratio": 1.0,
+    stored = {"name": "g", "family": "f", "I": 10, "D": 8, "R": 8, "vs_default": 1.0, "reduction_ratio": 1.0,
            "runtime_ratio": None, "sequence": ["algsimp"], "calls": 3, "seconds": 1.0}  # fmt: skip
     problem = "output 0 (float32[4]): 1 of 4 elements differ, largest difference 1"
-    differing = {**row, "name": "h", "error": f"outputs differ from XLA's default executable: {problem}",
+    differing = {**stored, "name": "h", "error": f"outputs differ from XLA's default executable: {problem}",
                  "outputs_differ": [problem]}  # fmt: skip
     # Counted, then the executable failed: neither compared nor timed, and not called a difference.
     failure = "compiler error in pass @required-passes: execution failed: ..."
-    unexecuted = {**row, "name": "k", "error": failure}
+    unexecuted = {**stored, "name": "k", "error": failure}
+    row, differing, unexecuted = (EvaluationRow.from_json(one) for one in (stored, differing, unexecuted))
     summary = summarize([row, differing, unexecuted])
-    assert (summary["failed"], summary["outputs_differ"], summary["not_executed"]) == (0, 1, 1)
+    assert (summary.failed, summary.outputs_differ, summary.not_executed) == (0, 1, 1)
     table = markdown("t", [row, differing, unexecuted], summary)
     assert "| h | 10 | 8 | 8 | 1.0000 | 1.000 | outputs differ | 3 | algsimp |" in table
     assert "| k | 10 | 8 | 8 | 1.0000 | 1.000 | not run | 3 | algsimp |" in table
@@ -167,18 +168,17 @@ def test_a_graph_whose_outputs_differ_is_counted_and_named_in_the_report():
 
 
 def test_graphs_below_the_bar_and_graphs_left_unoptimized_are_counted():
-    from xlabench.eval.evaluate import summarize
+    from xlabench.eval.records import EvaluationRow, summarize
     from xlabench.eval.report import markdown
 
     def row(name, i, d, r):
-        return {"name": name, "family": "f", "I": i, "D": d, "R": r, "vs_default": d / r,
-                "reduction_ratio": None, "runtime_ratio": None, "sequence": [], "calls": 1,
-                "seconds": 1.0}  # fmt: skip
+        return EvaluationRow(name, "f", input_ops=i, default_ops=d, policy_ops=r, vs_default=d / r,
+                             sequence=[], calls=1, seconds=1.0)  # fmt: skip
 
     # Left as it came where XLA removes 10%, 4% and 3% (0.90, 0.96, 0.97 of XLA's count); one at D.
     rows = [row("a", 100, 90, 100), row("b", 100, 96, 100), row("c", 100, 97, 100), row("d", 50, 40, 40)]
     summary = summarize(rows)
-    assert (summary["below"], summary["left_unoptimized"]) == (3, 1)  # a, b, c; only a is over 5%
+    assert (summary.below, summary.left_unoptimized) == (3, 1)  # a, b, c; only a is over 5%
     assert "Graphs below 0.98: 3; left unoptimized (R = I where XLA's default removes more than 5%): 1." in (
         markdown("t", rows, summary)
     )

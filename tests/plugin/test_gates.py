@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
+from xlabench.baselines.records import BaselineEntry
 from xlabench.errors import UserInputError
+from xlabench.eval.records import EvaluationRow
 from xlabench.plugin.gates import (
     GEOMEAN_MIN_GATES,
     KnownGap,
@@ -18,21 +22,30 @@ from xlabench.plugin.gates import (
 )
 
 
-def measured_row(default_ms: float, ratio: float) -> dict:
+def measured_row(default_ms: float, ratio: float) -> EvaluationRow:
     """A measured row (as `measure` keeps it): equal op counts, executables `ratio` apart in time."""
     default = [default_ms / 1000] * 21
-    return {
-        "D": 140,
-        "R": 140,
-        "vs_default": 1.0,
-        "runtime_ratio": ratio,
-        "run_seconds": {"default": default, "sequence": [seconds * ratio for seconds in default]},
-    }
+    return EvaluationRow.from_json(
+        {
+            "name": "g",
+            "family": "f",
+            "D": 140,
+            "R": 140,
+            "vs_default": 1.0,
+            "runtime_ratio": ratio,
+            "run_seconds": {"default": default, "sequence": [seconds * ratio for seconds in default]},
+        }
+    )
+
+
+def baseline_entry(**stored) -> BaselineEntry:
+    """A stored baseline of graph g with the given JSON fields."""
+    return BaselineEntry.from_json({"name": "g", **stored})
 
 
 def test_a_slower_executable_fails_above_the_floor_and_is_not_judged_below_it():
     tolerances = Tolerances()
-    baseline = {"R": 140, "D": 140, "runtime_ratio": 1.2}
+    baseline = baseline_entry(R=140, D=140, runtime_ratio=1.2)
     slow_long = judge(measured_row(1.0, 2.2), baseline, tolerances)
     gates = [failure.split(":")[0] for failure in slow_long]
     assert gates == ["runtime vs XLA's default", "runtime vs baseline"]
@@ -93,7 +106,7 @@ def test_the_suite_wide_geomean_fails_a_few_percent_on_every_graph_that_no_graph
     assert judge_geomean(geomean, tolerances) == []
     # 15% slower on every graph: each gate passes (<= 2, <= baseline x 1.5), the suite does not.
     slower = [verdict_summary(1.15 * ratio, 1.0) for ratio in (0.8, 1.25) * 15]
-    baseline = {"R": 140, "runtime_ratio": 1.0}
+    baseline = baseline_entry(R=140, runtime_ratio=1.0)
     assert all(judge(measured_row(1.0, v["runtime_ratio"]), baseline, tolerances) == [] for v in slower)
     gates = [failure.split(":")[0] for failure in judge_geomean(runtime_geomean(slower), tolerances)]
     assert gates == ["suite-wide runtime", "suite-wide runtime vs baselines"]
@@ -103,8 +116,8 @@ def test_the_suite_wide_geomean_fails_a_few_percent_on_every_graph_that_no_graph
 
 
 def test_a_runtime_failure_shows_each_executables_median_and_spread():
-    row = {**measured_row(1.0, 2.2), "I": 150, "sequence": ["cse"]}
-    row["run_seconds"]["sequence"][0] *= 3  # one slow outlier
+    row = dataclasses.replace(measured_row(1.0, 2.2), input_ops=150, sequence=["cse"])
+    row.run_seconds.sequence[0] *= 3  # one slow outlier
     message = Verdict(
         "g", "general@v2.0", "0.10.2", (), row, None, None, ["runtime vs XLA's default"]
     ).message()
@@ -114,7 +127,7 @@ def test_a_runtime_failure_shows_each_executables_median_and_spread():
 def test_a_new_version_worse_than_the_previous_one_fails_until_a_reviewer_lists_it():
     previous = {"policy": "general@v2.0", "jaxlib": "0.10.2", "R": 130, "runtime_ratio": 1.0}
     # The new version's own baseline is R 140: gate (b) alone would pass it.
-    baseline = {"R": 140, "D": 140, "runtime_ratio": 1.0, "previous": previous}
+    baseline = baseline_entry(R=140, D=140, runtime_ratio=1.0, previous=previous)
     failures = judge(measured_row(1.0, 1.6), baseline, Tolerances())
     assert failures == [
         "op count vs previous version: R 140 > general@v2.0 R 130 (+10, +7.7%)",
@@ -124,4 +137,5 @@ def test_a_new_version_worse_than_the_previous_one_fails_until_a_reviewer_lists_
     gap = KnownGap("g", "general@v2.1", "op count vs previous version", "reviewed", "2026-11-27")
     standing, known, _ = split_known(failures[:1], [gap])
     assert standing == [] and known == failures[:1]
-    assert judge(measured_row(1.0, 1.0), {**baseline, "previous": {**previous, "R": 140}}, Tolerances()) == []
+    level = baseline_entry(R=140, D=140, runtime_ratio=1.0, previous={**previous, "R": 140})
+    assert judge(measured_row(1.0, 1.0), level, Tolerances()) == []

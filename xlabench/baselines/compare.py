@@ -8,9 +8,9 @@ are noisy, so one counts as slower only beyond `Tolerances.runtime_noise`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from xlabench.eval.report import figure
+from xlabench.baselines.records import BaselineEntry, PreviousVersion
+from xlabench.eval.records import EvaluationRow, figure
 
 # Each executable runs at least this long in all (beyond the repeats): small ones need many runs.
 MIN_RUN_SECONDS = 0.25
@@ -48,27 +48,27 @@ REGRESSIONS = (FAILED, NO_BASELINE, MORE_OPS)  # what makes `baselines diff` exi
 
 @dataclass(frozen=True)
 class Comparison:
-    """One graph: a stored record (`before`, None when there is none) and a measurement (`now`).
-
-    Both are baseline records or eval rows: `R`, `runtime_ratio`, `sequence` (and `error` on a failure).
-    """
+    """One graph: a stored record (`before`: a baseline, or what the previous policy version achieved;
+    None when there is none) and a measurement (`now`)."""
 
     graph: str
-    before: dict[str, Any] | None
-    now: dict[str, Any]
+    before: BaselineEntry | PreviousVersion | None
+    now: EvaluationRow
 
     def status(self, tolerances: Tolerances = Tolerances()) -> str:
         """The worst of: failed, no baseline, more ops, slower (beyond the noise), fewer ops, faster, same."""
-        if "error" in self.now or self.now.get("R") is None:
+        now_ops = self.now.policy_ops
+        if self.now.error is not None or now_ops is None:
             return FAILED
         if self.before is None:
             return NO_BASELINE
-        if self.now["R"] > self.before["R"]:
+        before_ops = self.before.policy_ops
+        if before_ops is not None and now_ops > before_ops:
             return MORE_OPS
-        ratio, stored = self.now.get("runtime_ratio"), self.before.get("runtime_ratio")
+        ratio, stored = self.now.runtime_ratio, self.before.runtime_ratio
         if ratio is not None and stored and ratio > stored * (1 + tolerances.runtime_noise):
             return SLOWER
-        if self.now["R"] < self.before["R"]:
+        if before_ops is not None and now_ops < before_ops:
             return FEWER_OPS
         if ratio is not None and stored and ratio * (1 + tolerances.runtime_noise) < stored:
             return FASTER
@@ -76,22 +76,26 @@ class Comparison:
 
     def cells(self, tolerances: Tolerances = Tolerances()) -> list[str]:
         """The table row: graph, R before, R now, change, runtime ratio before, now, status (+ detail)."""
-        before, now = self.before or {}, self.now
+        now = self.now
+        before_ops = self.before.policy_ops if self.before is not None else None
+        before_ratio = self.before.runtime_ratio if self.before is not None else None
+        # What the previous version achieved keeps no sequence: only a stored baseline does.
+        before_sequence = self.before.sequence if isinstance(self.before, BaselineEntry) else None
         change = ""
-        if before.get("R") and now.get("R") is not None and now["R"] != before["R"]:
-            change = f"{(now['R'] - before['R']) / before['R']:+.1%}"
+        if before_ops and now.policy_ops is not None and now.policy_ops != before_ops:
+            change = f"{(now.policy_ops - before_ops) / before_ops:+.1%}"
         status = self.status(tolerances)
         if status == FAILED:
-            status += f": {now.get('error')}"
-        elif before.get("sequence") is not None and now.get("sequence") != before["sequence"]:
+            status += f": {now.error}"
+        elif before_sequence is not None and now.sequence != before_sequence:
             status += "; sequence changed"
         return [
             self.graph,
-            figure(before.get("R"), 0),
-            figure(now.get("R"), 0),
+            figure(before_ops, 0),
+            figure(now.policy_ops, 0),
             change,
-            figure(before.get("runtime_ratio"), 3),
-            figure(now.get("runtime_ratio"), 3),
+            figure(before_ratio, 3),
+            figure(now.runtime_ratio, 3),
             status,
         ]
 

@@ -22,15 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from xlabench.baselines.records import BaselineEntry, PreviousVersion
 from xlabench.errors import UserInputError
-from xlabench.files import checkout_directory, write_atomically
+from xlabench.eval.records import EvaluationRow
+from xlabench.files import checkout_directory, json_bytes, write_atomically
 
 FORMAT = 1
 METADATA_FILE = "metadata.json"
-# Per graph: the fields a baseline keeps of an eval row.
-GRAPH_FIELDS = (
-    "name", "family", "I", "D", "R", "vs_default", "runtime_ratio", "runtime_ratios", "sequence", "calls",
-)  # fmt: skip
 
 
 class BaselineError(UserInputError):
@@ -67,7 +65,8 @@ def _sha256(data: bytes) -> str:
 
 
 def _encode(data: dict[str, Any]) -> bytes:
-    return (json.dumps(data, indent=1, sort_keys=True) + "\n").encode()
+    # Sorted keys: a record's bytes (and so its checksum) do not depend on the order it was built in.
+    return json_bytes(data, sort_keys=True)
 
 
 @dataclass
@@ -86,7 +85,7 @@ class BaselineSet:
         """Graphs with a stored baseline."""
         return sorted(self.metadata["graphs"])
 
-    def get(self, graph: str) -> dict[str, Any] | None:
+    def get(self, graph: str) -> BaselineEntry | None:
         """The stored record of `graph` (None when it has none); a tampered file raises BaselineError."""
         entry = self.metadata["graphs"].get(graph)
         if entry is None:
@@ -101,7 +100,7 @@ class BaselineSet:
                 f"{file}: checksum mismatch with {self.directory / METADATA_FILE}: the file is corrupt or "
                 "was edited (regenerate with `xlabench baselines update`)"
             )
-        return json.loads(data)
+        return BaselineEntry.from_json(json.loads(data))
 
 
 def load(
@@ -140,7 +139,7 @@ def write(
     policy_name: str,
     policy_label: str,
     jaxlib_version: str,
-    rows: list[dict[str, Any]],
+    rows: list[EvaluationRow],
     root: Path | None = None,
 ) -> Path:
     """Store one record a graph for the rows that succeeded, then the metadata (atomic writes).
@@ -161,14 +160,11 @@ def write(
         for stale in directory.glob("*.json"):
             stale.unlink()
     for row in rows:
-        if "error" in row or row.get("R") is None:
+        if row.error is not None or row.policy_ops is None:
             continue
-        record = {key: row.get(key) for key in GRAPH_FIELDS}
-        if (before := versions.get(row["name"])) is not None:
-            record["previous"] = before
-        data = _encode(record)
-        write_atomically(directory / f"{row['name']}.json", data)
-        graphs[row["name"]] = {"sha256": _sha256(data), "R": row["R"]}
+        data = _encode(BaselineEntry.from_row(row, versions.get(row.name)).to_json())
+        write_atomically(directory / f"{row.name}.json", data)
+        graphs[row.name] = {"sha256": _sha256(data), "R": row.policy_ops}
     metadata = {
         "format": FORMAT,
         "policy": policy_label,
@@ -183,10 +179,10 @@ def write(
 
 def previous_versions(
     policy_name: str, policy_label: str, root: Path | None = None
-) -> dict[str, dict[str, Any]]:
-    """Per graph, what the policy version before `policy_label` achieved (`policy`, `jaxlib`, `R`,
-    `runtime_ratio`): read from the stored set when it was made with another version, carried over
-    from its records when made with this one. Empty when nothing before is stored (or it is damaged).
+) -> dict[str, PreviousVersion]:
+    """Per graph, what the policy version before `policy_label` achieved: read from the stored set when
+    it was made with another version, carried over from its records when made with this one. Empty when
+    nothing before is stored (or it is damaged).
     """
     try:
         stored = load(policy_name, root=root)
@@ -194,17 +190,16 @@ def previous_versions(
             return {}
         versions = {}
         for graph in stored.graph_names():
-            record = stored.get(graph) or {}
+            record = stored.get(graph)
             if stored.policy == policy_label:
-                if "previous" in record:
-                    versions[graph] = record["previous"]
+                if record is not None and record.previous is not None:
+                    versions[graph] = record.previous
             else:
-                versions[graph] = {
-                    "policy": stored.policy,
-                    "jaxlib": stored.metadata.get("jaxlib"),
-                    "R": record["R"],
-                    "runtime_ratio": record.get("runtime_ratio"),
-                }
+                if record is None or record.policy_ops is None:
+                    raise KeyError("R")  # a record without its op count: damaged
+                versions[graph] = PreviousVersion(
+                    stored.policy, stored.metadata.get("jaxlib"), record.policy_ops, record.runtime_ratio
+                )
         return versions
     except (BaselineError, KeyError, ValueError):
         return {}  # a damaged set is replaced as a whole; there is nothing to hold the new version to

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import dataclasses
+from typing import TYPE_CHECKING, Any
 
 from xlabench.baselines.compare import (
     MIN_RUN_SECONDS,
@@ -17,6 +18,10 @@ from xlabench.baselines.compare import (
     text_table,
 )
 from xlabench.errors import UserInputError
+
+if TYPE_CHECKING:  # `xlabench --help` stays quick: the evaluation is imported when a command runs
+    from xlabench.baselines.records import PreviousVersion
+    from xlabench.eval.records import EvaluationRow
 
 # A stored runtime ratio is what every later run is held to: time it longer than a gate does ...
 BASELINE_RUN_SECONDS = 4 * MIN_RUN_SECONDS
@@ -78,7 +83,7 @@ def _policies(references: list[str] | None) -> list[str]:
 
 def _measure(
     reference: str, args: argparse.Namespace, measurements: int = 1
-) -> tuple[Any, list[dict[str, Any]]]:
+) -> tuple[Any, list[EvaluationRow]]:
     """Load a policy and evaluate it on the graphs, runtimes included (`measurements` times: see
     `median_rows`)."""
     from xlabench.eval.evaluate import evaluate_graphs
@@ -117,7 +122,7 @@ def _measure(
         pool.close()
 
 
-def median_rows(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+def median_rows(runs: list[list[EvaluationRow]]) -> list[EvaluationRow]:
     """One row a graph from several evaluations of the same graphs: the median runtime ratio, every
     ratio measured kept (`runtime_ratios`). Op counts and sequences are deterministic: a graph whose
     measurements disagree on them, or failed in any, becomes an error row (not stored)."""
@@ -125,15 +130,17 @@ def median_rows(runs: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
 
     rows = []
     for measured in zip(*runs, strict=True):
-        row = dict(measured[0])
-        if failed := next((other for other in measured if "error" in other), None):
+        row = measured[0]
+        if failed := next((other for other in measured if other.error is not None), None):
             rows.append(failed)
             continue
-        if any((other["R"], other["sequence"]) != (row["R"], row["sequence"]) for other in measured):
-            row["error"] = "the rollout differed between measurements (op count or sequence)"
+        if any((other.policy_ops, other.sequence) != (row.policy_ops, row.sequence) for other in measured):
+            row = dataclasses.replace(
+                row, error="the rollout differed between measurements (op count or sequence)"
+            )
         else:
-            ratios = [other["runtime_ratio"] for other in measured]
-            row["runtime_ratio"], row["runtime_ratios"] = statistics.median(ratios), ratios
+            ratios = [other.runtime_ratio for other in measured]
+            row = dataclasses.replace(row, runtime_ratio=statistics.median(ratios), runtime_ratios=ratios)
         rows.append(row)
     return rows
 
@@ -152,23 +159,21 @@ def run_update(args: argparse.Namespace) -> int:
         before = previous_versions(name, policy.label)
         directory = write(name, policy.label, _compiler_version(), rows)
         for row in rows:
-            if "error" in row:
+            if row.error is not None:
                 failed += 1
-                print(f"{row['name']}: not stored: {row['error']}")
-        stored = sum("error" not in row for row in rows)
+                print(f"{row.name}: not stored: {row.error}")
+        stored = sum(row.error is None for row in rows)
         print(f"{policy.label}: {stored} graph(s) stored in {directory}")
         if before:
             _show_against_previous(policy.label, before, rows)
     return 1 if failed else 0
 
 
-def _show_against_previous(label: str, before: dict[str, dict[str, Any]], rows: list[dict[str, Any]]) -> None:
+def _show_against_previous(label: str, before: dict[str, PreviousVersion], rows: list[EvaluationRow]) -> None:
     """Per graph, the previous version -> this one; where this one is worse, what the reviewer must do."""
-    stored = [row for row in rows if "error" not in row]
-    comparisons = [
-        Comparison(row["name"], before[row["name"]], row) for row in stored if row["name"] in before
-    ]
-    versions = sorted({record["policy"] for record in before.values()})
+    stored = [row for row in rows if row.error is None]
+    comparisons = [Comparison(row.name, before[row.name], row) for row in stored if row.name in before]
+    versions = sorted({record.policy for record in before.values()})
     print(f"{label} against {', '.join(versions)} (the version stored before), per graph:")
     for line in text_table(comparisons):
         print(f"  {line}")
@@ -205,7 +210,7 @@ def run_diff(args: argparse.Namespace) -> int:
         )
         if stored is None:
             raise UserInputError(f"{policy.label}: no stored baselines (run `xlabench baselines update`)")
-        comparisons = [Comparison(row["name"], stored.get(row["name"]), row) for row in rows]
+        comparisons = [Comparison(row.name, stored.get(row.name), row) for row in rows]
         regressions += sum(comparison.status() in REGRESSIONS for comparison in comparisons)
         found = counts(comparisons)
         changed = len(comparisons) - found.get("same", 0)

@@ -7,15 +7,8 @@ import dataclasses
 from typing import Any
 
 from xlabench.eval.checkpoint import Checkpoint
-from xlabench.eval.evaluate import (
-    BELOW,
-    DEFAULT_POLICY,
-    LEFT_UNOPTIMIZED,
-    RESULT_FIELDS,
-    evaluate_graphs,
-    resolve_strategy,
-    summarize,
-)
+from xlabench.eval.evaluate import DEFAULT_POLICY, evaluate_graphs, resolve_strategy
+from xlabench.eval.records import BELOW, LEFT_UNOPTIMIZED, EvaluationRow, Summary, summarize, worst_text
 from xlabench.eval.report import write_report
 from xlabench.files import write_json
 from xlabench.policies.guided import DEFAULT_GUIDED_BUDGET
@@ -126,29 +119,21 @@ def run_eval(args: argparse.Namespace) -> int:
     # Files are written only now, whole and atomically: an interrupted run leaves none half-written.
     if args.json:
         # Every documented field for every graph; "error" only where a graph failed.
-        graphs_out = [
-            {
-                **{key: row.get(key) for key in RESULT_FIELDS},
-                **({"error": row["error"]} if "error" in row else {}),
-                **({"search_depth": row["search_depth"]} if "search_depth" in row else {}),
-                **({"output_errors": row["output_errors"]} if "output_errors" in row else {}),
-            }
-            for row in rows
-        ]
+        graphs_out = [row.result_json() for row in rows]
         document = {
             "policy": label,
             "jaxlib": driver.jaxlib_version,
             "action_match": dataclasses.asdict(action_match) if action_match is not None else None,
             "graphs_spec": args.graphs,
-            "geomean_vs_default": summary["geomean_vs_default"],
-            "geomean_reduction_ratio": summary["geomean_reduction_ratio"],
-            "summary": summary,
+            "geomean_vs_default": summary.geomean_vs_default,
+            "geomean_reduction_ratio": summary.geomean_reduction_ratio,
+            "summary": summary.to_json(),
             "graphs": graphs_out,
         }
         write_json(args.json, document)
     if args.report:
         write_report(args.report, f"xlabench eval --policy {label} --graphs {args.graphs}", rows, summary)
-    return 0 if summary["failed"] == summary["outputs_differ"] == summary["not_executed"] == 0 else 1
+    return 0 if summary.failed == summary.outputs_differ == summary.not_executed == 0 else 1
 
 
 def _run_description(
@@ -166,45 +151,44 @@ def _run_description(
     return run
 
 
-def _print_table(policy: str, rows: list[dict[str, Any]], summary: dict[str, Any]) -> None:
+def _print_table(policy: str, rows: list[EvaluationRow], summary: Summary) -> None:
     print(f"{'graph':52} {'I':>6} {'D':>6} {'R':>6} {'vs_default':>10} {'runtime':>8} {'calls':>6}")
     for row in rows:
-        if row.get("vs_default") is None:
-            print(f"{row['name']:52} FAILED: {row.get('error')}")
+        if row.vs_default is None:
+            print(f"{row.name:52} FAILED: {row.error}")
             continue
-        runtime = "-" if row["runtime_ratio"] is None else f"{row['runtime_ratio']:.3f}"
-        if "error" in row:
-            runtime = "differs" if "outputs_differ" in row else "not run"
+        runtime = "-" if row.runtime_ratio is None else f"{row.runtime_ratio:.3f}"
+        if row.error is not None:
+            runtime = "differs" if row.outputs_differ is not None else "not run"
         print(
-            f"{row['name']:52} {row['I']:6} {row['D']:6} {row['R']:6} {row['vs_default']:10.4f} "
-            f"{runtime:>8} {row['calls']:6}"
+            f"{row.name:52} {row.input_ops:6} {row.default_ops:6} {row.policy_ops:6} {row.vs_default:10.4f} "
+            f"{runtime:>8} {row.calls:6}"
         )
-    judged = [row for row in rows if row.get("output_errors")]
+    judged = [row for row in rows if row.output_errors]
     if judged:
         print("\nlow-precision graphs, error against the module lifted to f32 (sequence / XLA's default):")
         for row in judged:
-            worst = max(row["output_errors"], key=lambda error: error["rms_sequence"])
+            worst = max(row.output_errors or [], key=lambda error: error.rms_sequence)
             print(
-                f"{row['name']:52} output {worst['index']}: rms {worst['rms_sequence']:.3g} / "
-                f"{worst['rms_default']:.3g}, max {worst['max_sequence']:.3g} / {worst['max_default']:.3g}"
+                f"{row.name:52} output {worst.index}: rms {worst.rms_sequence:.3g} / "
+                f"{worst.rms_default:.3g}, max {worst.max_sequence:.3g} / {worst.max_default:.3g}"
             )
     print(f"\n{'family':14} {'graphs':>6} {'geomean vs_default':>18}  worst graph")
-    for family, part in summary["families"].items():
-        worst = part["worst"]
-        worst_text = f"{worst['name']} ({worst['vs_default']:.4f})" if worst else "-"
-        value = part["geomean_vs_default"]
+    for family, part in summary.families.items():
+        value = part.geomean_vs_default
         print(
-            f"{family:14} {part['graphs']:6} {'-' if value is None else f'{value:18.4f}':>18}  {worst_text}"
+            f"{family:14} {part.graphs:6} {'-' if value is None else f'{value:18.4f}':>18}  "
+            f"{worst_text(part.worst)}"
         )
-    value = summary["geomean_vs_default"]
+    value = summary.geomean_vs_default
     print(
-        f"{policy}: {summary['graphs']} graphs, geomean vs_default "
-        f"{'-' if value is None else f'{value:.4f}'}, {summary['calls']} compiler calls, "
-        f"{summary['failed']} failed, {summary['outputs_differ']} with outputs that differ"
-        + (f", {summary['not_executed']} not executed" if summary["not_executed"] else "")
-        + f"; {summary['below']} below {BELOW}, {summary['left_unoptimized']} left unoptimized "
+        f"{policy}: {summary.graphs} graphs, geomean vs_default "
+        f"{'-' if value is None else f'{value:.4f}'}, {summary.calls} compiler calls, "
+        f"{summary.failed} failed, {summary.outputs_differ} with outputs that differ"
+        + (f", {summary.not_executed} not executed" if summary.not_executed else "")
+        + f"; {summary.below} below {BELOW}, {summary.left_unoptimized} left unoptimized "
         f"(R = I where XLA's default removes over {LEFT_UNOPTIMIZED:.0%})"
     )
     for row in rows:
-        if "error" in row and row.get("vs_default") is not None:
-            print(f"{row['name']}: {row['error']}")
+        if row.error is not None and row.measured:
+            print(f"{row.name}: {row.error}")

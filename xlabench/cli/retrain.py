@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xlabench.agents.config import ALGORITHMS, AlgorithmConfig
+
+if TYPE_CHECKING:  # `xlabench --help` stays quick: the evaluation is imported when retrain runs
+    from xlabench.eval.records import EvaluationRow, Summary
 
 DEFAULT_STEPS = 20_000
 # Timed runs of each executable in retrain's evaluation: it executes to judge outputs; the runtime ratio
@@ -89,9 +92,9 @@ def parse_hyperparameters(algorithm: str, pairs: list[str]) -> AlgorithmConfig:
         raise UserInputError(f"--set: {error}") from None
 
 
-def numerically_worse(rows: list[dict[str, Any]]) -> list[str]:
+def numerically_worse(rows: list[EvaluationRow]) -> list[str]:
     """One line for each evaluated graph whose outputs are numerically worse than XLA's default's."""
-    return [f"{row['name']}: {row['outputs_differ'][0]}" for row in rows if row.get("outputs_differ")]
+    return [f"{row.name}: {row.outputs_differ[0]}" for row in rows if row.outputs_differ]
 
 
 def run_retrain(args: argparse.Namespace) -> int:
@@ -102,7 +105,8 @@ def run_retrain(args: argparse.Namespace) -> int:
     from xlabench.agents.seeds import curves_figure, parse_seeds, statistics
     from xlabench.agents.train import ENVIRONMENT, WARM_START, train
     from xlabench.errors import UserInputError
-    from xlabench.eval.evaluate import RESULT_FIELDS, evaluate_graphs, summarize
+    from xlabench.eval.evaluate import evaluate_graphs
+    from xlabench.eval.records import summarize
     from xlabench.graphs import resolve_graphs
     from xlabench.policies.artifact import check_name, save, seed_statistics_line
     from xlabench.xla import PassDriver
@@ -139,6 +143,7 @@ def run_retrain(args: argparse.Namespace) -> int:
     pool = CompilerPool(size=max(1, args.workers))
     driver = PassDriver(pool=pool)
     worse: list[str] = []
+    summaries: dict[str, Summary] = {}  # per eval SPEC
     try:
         selection = None
         run = runs[0]
@@ -158,8 +163,9 @@ def run_retrain(args: argparse.Namespace) -> int:
                 driver, graphs, "policy", {"policy": policy}, True, EVAL_REPEATS, args.workers,
                 f"eval {spec}", args.ray,
             )  # fmt: skip
-            per_graph = [{key: row.get(key) for key in RESULT_FIELDS} for row in rows]
-            metadata["eval"][spec] = {**summarize(rows), "per_graph": per_graph}
+            per_graph = [row.result_json(details=False) for row in rows]
+            summaries[spec] = summarize(rows)
+            metadata["eval"][spec] = {**summaries[spec].to_json(), "per_graph": per_graph}
             worse += numerically_worse(rows)
     finally:
         pool.close()
@@ -173,9 +179,9 @@ def run_retrain(args: argparse.Namespace) -> int:
         )
         return 1
     scores_text = ", ".join(
-        f"{spec} {part['geomean_vs_default']:.4f}"
-        for spec, part in metadata["eval"].items()
-        if part.get("geomean_vs_default") is not None
+        f"{spec} {summary.geomean_vs_default:.4f}"
+        for spec, summary in summaries.items()
+        if summary.geomean_vs_default is not None
     )
     made = f"{run.algorithm}: {run.steps} steps" if run.steps > 0 else "warm start only (no PPO update)"
     chosen = ""
@@ -219,11 +225,11 @@ def _seed_scores(run: Any, args: argparse.Namespace, driver: Any, graphs: list[A
             driver, graphs, "policy", {"policy": _policy(metadata, tensors)}, False, 0, args.workers,
             f"seed {run.seed}: {which} on {args.select_on}", args.ray,
         )  # fmt: skip
-        failed = [row["name"] for row in rows if row.get("vs_default") is None]
+        failed = [row.name for row in rows if row.vs_default is None]
         if failed:
             raise UserInputError(
                 f"seed {run.seed}: the {which} could not be rolled out on {', '.join(failed)}"
             )
-        judged[which] = [row["vs_default"] for row in sorted(rows, key=lambda row: row["name"])]
+        judged[which] = [row.vs_default for row in sorted(rows, key=lambda row: row.name)]
     names = sorted(graph.name for graph in graphs)
     return SeedScores(run.seed, judged["policy"], judged["warm start"], list(run.curve), names)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from xlabench.errors import UserInputError
+from xlabench.eval.records import EvaluationRow
 from xlabench.files import write_json
 
 FORMAT = "xlabench-eval-checkpoint-1"
@@ -28,17 +29,18 @@ class Checkpoint:
 
     def __init__(self, path: str | Path, run: dict[str, Any]) -> None:
         self.path, self.run = Path(path), run
-        self.rows: dict[str, dict[str, Any]] = {}
+        self.rows: dict[str, EvaluationRow] = {}
         self._lock = threading.Lock()
         if self.path.exists():
             self.rows = self._read()
 
-    def _read(self) -> dict[str, dict[str, Any]]:
+    def _read(self) -> dict[str, EvaluationRow]:
         try:
             document = json.loads(self.path.read_text())
             if document.get("format") != FORMAT:
                 raise ValueError
-            stored_run, rows = document["run"], document["rows"]
+            stored_run = document["run"]
+            rows = [EvaluationRow.from_json(row) for row in document["rows"]]
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             raise UserInputError(f"{self.path}: not an xlabench eval checkpoint") from None
         if stored_run != self.run:
@@ -47,21 +49,17 @@ class Checkpoint:
             raise UserInputError(
                 f"{self.path}: checkpoint of another run ({what}); give another file or remove this one"
             )
-        return {row["name"]: row for row in rows}
+        return {row.name: row for row in rows}
 
-    def finished(self, name: str) -> dict[str, Any] | None:
+    def finished(self, name: str) -> EvaluationRow | None:
         """The stored row of graph `name`, or None if it has not finished."""
         return self.rows.get(name)
 
-    def add(self, row: dict[str, Any]) -> None:
+    def add(self, row: EvaluationRow) -> None:
         """Keep a finished graph's row (one with a result) and rewrite the file whole."""
-        if row.get("R") is None:
+        if row.policy_ops is None:
             return
         with self._lock:
-            self.rows[row["name"]] = row
-            document = {"format": FORMAT, "run": self.run, "rows": sorted(self.rows.values(), key=_name)}
-            write_json(self.path, document)
-
-
-def _name(row: dict[str, Any]) -> str:
-    return row["name"]
+            self.rows[row.name] = row
+            rows = [self.rows[name].to_json() for name in sorted(self.rows)]
+            write_json(self.path, {"format": FORMAT, "run": self.run, "rows": rows})

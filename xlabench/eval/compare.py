@@ -26,17 +26,18 @@ import numpy as np
 
 from xlabench.agents.seeds import SeedScores
 from xlabench.errors import UserInputError
-from xlabench.eval.evaluate import BELOW, summarize
-from xlabench.eval.report import figure
+from xlabench.eval.records import BELOW, EvaluationRow, figure, summarize, worst_text
 from xlabench.files import png_bytes
 
 
 def load_result(path: str) -> dict[str, Any]:
-    """One `xlabench eval --json` document, or one clear error naming the file."""
+    """One `xlabench eval --json` document (its `graphs` read as EvaluationRow records), or one clear
+    error naming the file."""
     try:
         with open(path) as handle:
             document = json.load(handle)
         document["graphs"], document["policy"], document["graphs_spec"]  # noqa: B018 (shape check)
+        document["graphs"] = [EvaluationRow.from_json(row) for row in document["graphs"]]
     except FileNotFoundError:
         raise UserInputError(f"{path}: no such file") from None
     except (OSError, ValueError, KeyError, TypeError) as error:
@@ -45,7 +46,7 @@ def load_result(path: str) -> dict[str, Any]:
 
 
 def load_policy_results(path: str) -> list[dict[str, Any]]:
-    """The evaluations stored in a policy version's metadata, as `xlabench eval --json` documents."""
+    """The evaluations stored in a policy version's metadata, as `load_result` reads eval results."""
     try:
         with open(os.path.join(path, "metadata.json")) as handle:
             metadata = json.load(handle)
@@ -55,7 +56,7 @@ def load_policy_results(path: str) -> list[dict[str, Any]]:
             {
                 "policy": label,
                 "graphs_spec": spec,
-                "graphs": part["per_graph"],
+                "graphs": [EvaluationRow.from_json(row) for row in part["per_graph"]],
                 "curve": metadata.get("training", {}).get("curve") or [],
                 "training": training,
             }
@@ -180,7 +181,7 @@ def markdown(title: str, documents: list[dict[str, Any]], seed_runs: list[SeedRu
     lines = [f"# {title}", ""]
     for spec, group in by_spec.items():
         summaries = [summarize(document["graphs"]) for document in group]
-        families = sorted({family for summary in summaries for family in summary["families"]})
+        families = sorted({family for summary in summaries for family in summary.families})
         columns = [
             "strategy",
             *families,
@@ -193,18 +194,16 @@ def markdown(title: str, documents: list[dict[str, Any]], seed_runs: list[SeedRu
         lines += [f"## {spec}", "", "| " + " | ".join(columns) + " |", "|---" * len(columns) + "|"]
         for document, summary in zip(group, summaries, strict=True):
             cells = [
-                figure(summary["families"].get(family, {}).get("geomean_vs_default")) for family in families
+                figure(part.geomean_vs_default if (part := summary.families.get(family)) else None)
+                for family in families
             ]
-            worst = summary["worst"]
-            worst_text = f"{worst['name']} ({worst['vs_default']:.4f})" if worst else "-"
-            measured = summary["graphs"] - summary["failed"]
-            per_graph = f"{summary['calls'] / measured:.1f}" if measured else "-"
-            below = summary["below"]
+            measured = summary.graphs - summary.failed
+            per_graph = f"{summary.calls / measured:.1f}" if measured else "-"
             lines.append(
                 f"| {document['policy']} | "
                 + " | ".join(cells)
-                + f" | **{figure(summary['geomean_vs_default'])}**"
-                f" | {worst_text} | {below} | {per_graph} | {summary['failed']} |"
+                + f" | **{figure(summary.geomean_vs_default)}**"
+                f" | {worst_text(summary.worst)} | {summary.below} | {per_graph} | {summary.failed} |"
             )
         lines.append("")
     trained = {document["policy"]: document["training"] for document in documents if document.get("training")}
@@ -240,7 +239,7 @@ def plot(title: str, documents: list[dict[str, Any]]) -> bytes:
     specs = list(dict.fromkeys(document["graphs_spec"] for document in documents))
     strategies = list(dict.fromkeys(document["policy"] for document in documents))
     values = {
-        (document["graphs_spec"], document["policy"]): summarize(document["graphs"])["geomean_vs_default"]
+        (document["graphs_spec"], document["policy"]): summarize(document["graphs"]).geomean_vs_default
         for document in documents
     }
     figure, axes = plt.subplots(figsize=(min(12.0, max(6.0, 0.6 * len(strategies) * len(specs))), 4.5))

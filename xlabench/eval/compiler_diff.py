@@ -21,6 +21,7 @@ from typing import Any
 
 from xlabench.errors import CompilerError, UserInputError
 from xlabench.eval.evaluate import evaluate_graph
+from xlabench.eval.records import EvaluationRow
 from xlabench.files import png_bytes, write_atomically
 from xlabench.graphs import Graph
 from xlabench.xla import PassDriver
@@ -168,13 +169,12 @@ def catalogue_diff(base: PassDriver, head: PassDriver) -> dict[str, list[Any]]:
     }
 
 
-def _output_problems(base: dict[str, Any], head: dict[str, Any]) -> list[str] | None:
+def _output_problems(base: EvaluationRow, head: EvaluationRow) -> list[str] | None:
     """Each executable's outputs on head against the same executable's on base (None: not both ran)."""
-    if "outputs" not in base or "outputs" not in head:
+    if base.outputs is None or head.outputs is None:
         return None
-    problems = []
-    for which in ("default", "sequence"):
-        problems += [f"{which}: {p}" for p in compare_outputs(base["outputs"][which], head["outputs"][which])]
+    problems = [f"default: {p}" for p in compare_outputs(base.outputs.default, head.outputs.default)]
+    problems += [f"sequence: {p}" for p in compare_outputs(base.outputs.sequence, head.outputs.sequence)]
     return problems
 
 
@@ -186,11 +186,11 @@ def diff_graph(
     entry = GraphDiff(
         name=graph.name,
         family=graph.family,
-        D=[row.get("D") for row in rows],
-        R=[row.get("R") for row in rows],
-        sequences=[row.get("sequence") for row in rows],
-        runtime_ratio=[row.get("runtime_ratio") for row in rows],
-        errors=[row.get("error") for row in rows],
+        D=[row.default_ops for row in rows],
+        R=[row.policy_ops for row in rows],
+        sequences=[row.sequence for row in rows],
+        runtime_ratio=[row.runtime_ratio for row in rows],
+        errors=[row.error for row in rows],
     )
     problems = _output_problems(*rows)
     if problems is not None:
@@ -219,7 +219,7 @@ def diff_graph(
     return entry
 
 
-def _evaluate(driver: PassDriver, graph: Graph, policy: Any, runtime: bool, repeats: int) -> dict[str, Any]:
+def _evaluate(driver: PassDriver, graph: Graph, policy: Any, runtime: bool, repeats: int) -> EvaluationRow:
     """`evaluate_graph` on one compiler; a graph that compiler cannot load is this graph's error."""
     try:
         return evaluate_graph(
@@ -228,7 +228,7 @@ def _evaluate(driver: PassDriver, graph: Graph, policy: Any, runtime: bool, repe
     except UnsupportedCompiler:
         raise
     except UserInputError as error:
-        return {"name": graph.name, "family": graph.family, "error": str(error)}
+        return EvaluationRow(graph.name, graph.family, error=str(error))
 
 
 def _where_the_policy_chose_otherwise(entry: GraphDiff, masked: tuple[str, ...]) -> Attribution:

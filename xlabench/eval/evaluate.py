@@ -9,17 +9,15 @@ executable, timed in turn in one worker after every output buffer was compared.
 
 from __future__ import annotations
 
-import math
-import statistics
 import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
 from typing import Any
 
 from xlabench.errors import CompilerError, UserInputError
 from xlabench.eval.checkpoint import Checkpoint
+from xlabench.eval.records import BothExecutables, EvaluationRow
 from xlabench.graphs import Graph
 from xlabench.policies.guided import guided_search
 from xlabench.policies.policy import rollout
@@ -30,10 +28,6 @@ from xlabench.xla.execute import execute_against_default, judge_outputs, random_
 SEARCH_PREFIX = "search:"
 DEFAULT_POLICY = "general"
 SEARCH_STRATEGIES = ("random", "greedy", "beam", "local", "guided")
-RESULT_FIELDS = (
-    "name", "family", "I", "D", "R", "vs_default", "reduction_ratio", "runtime_ratio", "sequence",
-    "calls", "seconds",
-)  # fmt: skip
 
 
 def resolve_strategy(policy: str | None) -> str:
@@ -70,19 +64,19 @@ def evaluate_graph(
     keep_runs: bool = False,
     min_run_seconds: float = 0.0,
     keep_outputs: bool = False,
-) -> dict[str, Any]:
+) -> EvaluationRow:
     """One row of the evaluation: counts, ratios, the sequence and what finding it cost.
 
     Setting `cancel` stops a search at its next compiler call and skips the runtime measurement.
     `keep_runs` adds every timed run of both executables (`run_seconds`), not just their ratio;
     `min_run_seconds` times each executable for at least that long in all (more than `repeats` runs).
-    `keep_outputs` adds both executables' output buffers (`outputs`: {"sequence", "default"}).
+    `keep_outputs` adds both executables' output buffers (`outputs`).
     """
-    row: dict[str, Any] = {"name": graph.name, "family": graph.family}
+    row = EvaluationRow(graph.name, graph.family)
     try:
         module = driver.load(graph.hlo_text(), graph.name)
-        row["I"] = driver.features(module).op_count
-        row["D"] = driver.features(driver.run_default_pipeline(module)).op_count
+        row.input_ops = input_ops = driver.features(module).op_count
+        row.default_ops = default_ops = driver.features(driver.run_default_pipeline(module)).op_count
         if strategy == "policy":
             found = rollout(search_options["policy"], driver, graph)
         elif strategy == "guided":
@@ -94,15 +88,13 @@ def evaluate_graph(
             run: Callable[..., SearchResult] = STRATEGIES[strategy]
             options = {**search_options, "cancel": cancel} if strategy != "replay" else {}
             found = run(driver, module, **options)
-        row.update({"R": found.op_count, "sequence": found.sequence, "calls": found.calls})
-        if found.depth is not None:
-            row["search_depth"] = found.depth
-        row["seconds"] = found.seconds
-        row["vs_default"] = row["D"] / row["R"]
-        row["reduction_ratio"] = (
-            (row["I"] - row["R"]) / (row["I"] - row["D"]) if row["I"] > row["D"] else None
+        row.policy_ops, row.sequence, row.calls = found.op_count, found.sequence, found.calls
+        row.search_depth = found.depth
+        row.seconds = found.seconds
+        row.vs_default = default_ops / found.op_count
+        row.reduction_ratio = (
+            (input_ops - found.op_count) / (input_ops - default_ops) if input_ops > default_ops else None
         )
-        row["runtime_ratio"] = None
         if runtime and not (cancel is not None and cancel.is_set()):
             inputs = random_inputs(module, seed=0, driver=driver)
             assert found.module is not None
@@ -118,21 +110,18 @@ def evaluate_graph(
             judged = judge_outputs(module, inputs, default_run.outputs, sequence_run.outputs, driver)
             problems = judged.problems
             if judged.errors:  # low-precision arithmetic: both errors against the f32 reference, kept
-                row["output_errors"] = [asdict(error) for error in judged.errors]
+                row.output_errors = list(judged.errors)
             if problems:
-                row["error"] = f"outputs differ from XLA's default executable: {problems[0]}"
-                row["outputs_differ"] = problems
+                row.error = f"outputs differ from XLA's default executable: {problems[0]}"
+                row.outputs_differ = problems
             else:
-                row["runtime_ratio"] = sequence_run.median_run_seconds / default_run.median_run_seconds
+                row.runtime_ratio = sequence_run.median_run_seconds / default_run.median_run_seconds
             if keep_outputs:
-                row["outputs"] = {"sequence": sequence_run.outputs, "default": default_run.outputs}
+                row.outputs = BothExecutables(sequence_run.outputs, default_run.outputs)
             if keep_runs:
-                row["run_seconds"] = {
-                    "sequence": sequence_run.run_seconds,
-                    "default": default_run.run_seconds,
-                }
+                row.run_seconds = BothExecutables(sequence_run.run_seconds, default_run.run_seconds)
     except CompilerError as error:
-        row["error"] = str(error)
+        row.error = str(error)
     return row
 
 
@@ -148,7 +137,7 @@ def evaluate_graphs(
     ray_address: str | None = None,
     checkpoint: Checkpoint | None = None,
     min_run_seconds: float = 0.0,
-) -> list[dict[str, Any]]:
+) -> list[EvaluationRow]:
     """`evaluate_graph` over many graphs, `workers` at a time (largest first), with a progress bar.
 
     With `ray_address`, each graph is a Ray task on that cluster instead (one CPU, a compiler pool
@@ -157,10 +146,10 @@ def evaluate_graphs(
     """
     from tqdm import tqdm
 
-    rows: list[dict[str, Any]] = []
+    rows: list[EvaluationRow] = []
     if checkpoint is not None:
         rows = [row for graph in graphs if (row := checkpoint.finished(graph.name)) is not None]
-        finished = {row["name"] for row in rows}
+        finished = {row.name for row in rows}
         graphs = [graph for graph in graphs if graph.name not in finished]
     lock = threading.Lock()
     total = len(rows) + len(graphs)
@@ -170,7 +159,7 @@ def evaluate_graphs(
             rows += _evaluate_on_ray(
                 ray_address, graphs, strategy, options, runtime, repeats, progress, checkpoint
             )
-            return sorted(rows, key=lambda row: row["name"])
+            return sorted(rows, key=lambda row: row.name)
         finally:
             progress.close()
     cancel = threading.Event()
@@ -189,7 +178,7 @@ def evaluate_graphs(
             rows.append(row)
             progress.update(1)
             progress.set_postfix_str(
-                f"{graph.name}: " + (f"{row['vs_default']:.4f}" if "vs_default" in row else "failed")
+                f"{graph.name}: " + (f"{row.vs_default:.4f}" if row.vs_default is not None else "failed")
             )
 
     executor = ThreadPoolExecutor(max_workers=max(1, workers))
@@ -202,7 +191,7 @@ def evaluate_graphs(
     finally:
         executor.shutdown()
         progress.close()
-    return sorted(rows, key=lambda row: row["name"])
+    return sorted(rows, key=lambda row: row.name)
 
 
 def _evaluate_on_ray(
@@ -214,7 +203,7 @@ def _evaluate_on_ray(
     repeats: int,
     progress: Any,
     checkpoint: Checkpoint | None,
-) -> list[dict[str, Any]]:
+) -> list[EvaluationRow]:
     """One Ray task per graph; a policy travels as its metadata and tensors, not as an object."""
     from xlabench.cluster import connect
 
@@ -225,7 +214,7 @@ def _evaluate_on_ray(
         shipped["artifact"] = (str(artifact.path), artifact.metadata, artifact.tensors)
     task = ray.remote(num_cpus=1)(_evaluate_graph_task)
     pending = [task.remote(graph, graph.hlo_text(), strategy, shipped, runtime, repeats) for graph in graphs]
-    rows: list[dict[str, Any]] = []
+    rows: list[EvaluationRow] = []
     try:
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
@@ -235,18 +224,18 @@ def _evaluate_on_ray(
             rows.append(row)
             progress.update(1)
             progress.set_postfix_str(
-                f"{row['name']}: " + (f"{row['vs_default']:.4f}" if "vs_default" in row else "failed")
+                f"{row.name}: " + (f"{row.vs_default:.4f}" if row.vs_default is not None else "failed")
             )
     except BaseException:
         for future in pending:
             ray.cancel(future, force=True)
         raise
-    return sorted(rows, key=lambda row: row["name"])
+    return sorted(rows, key=lambda row: row.name)
 
 
 def _evaluate_graph_task(
     graph: Graph, text: str, strategy: str, options: dict[str, Any], runtime: bool, repeats: int
-) -> dict[str, Any]:
+) -> EvaluationRow:
     """`evaluate_graph` on a Ray worker, from the graph's text, with a compiler pool of its own."""
     import dataclasses
     import tempfile
@@ -268,52 +257,3 @@ def _evaluate_graph_task(
             return evaluate_graph(PassDriver(pool=pool), local, strategy, options, runtime, repeats)
     finally:
         pool.close()
-
-
-def geomean(values: list[float]) -> float | None:
-    """Geometric mean, or None for no values."""
-    return math.exp(statistics.fmean(math.log(value) for value in values)) if values else None
-
-
-# A graph lost to XLA's default: vs_default below this (the bar every shipped policy is held to).
-BELOW = 0.98
-# A graph a strategy left unoptimized (R >= I) where XLA's default removes more than this share.
-LEFT_UNOPTIMIZED = 0.05
-
-
-def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Geomeans, worst graph and compiler calls, overall and per family.
-
-    The reduction ratio's geomean is over the graphs where it is defined (I > D) and positive.
-    """
-
-    def part(selected: list[dict[str, Any]]) -> dict[str, Any]:
-        measured = [row for row in selected if row.get("vs_default") is not None]
-        worst = min(measured, key=lambda row: row["vs_default"], default=None)
-        reductions = [row["reduction_ratio"] for row in measured if (row.get("reduction_ratio") or 0) > 0]
-        runtimes = [row["runtime_ratio"] for row in measured if row.get("runtime_ratio")]
-        return {
-            "graphs": len(selected),
-            "failed": len(selected) - len(measured),
-            # Counted, but the sequence's executable computed something else than XLA's default.
-            "outputs_differ": sum("outputs_differ" in row for row in measured),
-            # Counted, but an executable could not be built or run: nothing was compared or timed.
-            "not_executed": sum("error" in row and "outputs_differ" not in row for row in measured),
-            "geomean_vs_default": geomean([row["vs_default"] for row in measured]),
-            "geomean_reduction_ratio": geomean(reductions),
-            "geomean_runtime_ratio": geomean(runtimes),
-            "worst": None if worst is None else {"name": worst["name"], "vs_default": worst["vs_default"]},
-            "calls": sum(row.get("calls", 0) for row in measured),
-            "below": sum(row["vs_default"] < BELOW for row in measured),
-            # Left as it came while XLA's default removes more than LEFT_UNOPTIMIZED of it.
-            "left_unoptimized": sum(
-                row["R"] >= row["I"] and row["D"] < (1 - LEFT_UNOPTIMIZED) * row["I"] for row in measured
-            ),
-        }
-
-    summary = part(rows)
-    families = sorted({row["family"] for row in rows})
-    summary["families"] = {
-        family: part([row for row in rows if row["family"] == family]) for family in families
-    }
-    return summary

@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xlabench.baselines.compare import MIN_RUN_SECONDS, Tolerances
 
 if TYPE_CHECKING:  # the plugin loads with every pytest run: the compiler side is imported when used
+    from xlabench.baselines.records import BaselineEntry
+    from xlabench.eval.records import EvaluationRow
     from xlabench.graphs import Graph
     from xlabench.policies.policy import Policy
     from xlabench.xla import PassDriver
@@ -41,8 +43,8 @@ class Verdict:
     policy: str
     jaxlib: str
     disabled_passes: tuple[str, ...]
-    row: dict[str, Any]
-    baseline: dict[str, Any] | None
+    row: EvaluationRow
+    baseline: BaselineEntry | None
     baseline_origin: str | None
     failures: list[str] = field(default_factory=list)
     # Failures a reviewed entry of known-gaps.toml covers: expected failures, reported with the reason.
@@ -62,16 +64,19 @@ class Verdict:
         lines += [f"  FAILED {failure}" for failure in self.failures]
         lines += [f"  KNOWN {failure}" for failure in self.known]
         lines += [f"  listed in {KNOWN_GAPS_FILE}: {reason}" for reason in self.known_reasons]
-        if "R" in row:
-            counts = f"  I {row['I']}, D {row['D']}, R {row['R']} (vs_default {row['vs_default']:.4f})"
+        if row.policy_ops is not None:
+            counts = (
+                f"  I {row.input_ops}, D {row.default_ops}, R {row.policy_ops} "
+                f"(vs_default {row.vs_default:.4f})"
+            )
             if self.baseline is not None:
-                counts += f"; baseline R {self.baseline['R']}"
-                if previous := self.baseline.get("previous"):
-                    counts += f"; {previous['policy']} R {previous['R']}"
+                counts += f"; baseline R {self.baseline.policy_ops}"
+                if previous := self.baseline.previous:
+                    counts += f"; {previous.policy} R {previous.policy_ops}"
             lines.append(counts)
-            ratio = row.get("runtime_ratio")
-            stored = (self.baseline or {}).get("runtime_ratio")
-            measured = row.get("runtime_ratios_measured")
+            ratio = row.runtime_ratio
+            stored = self.baseline.runtime_ratio if self.baseline is not None else None
+            measured = row.runtime_ratios_measured
             default_ms = default_median_ms(row)
             spreads = run_spreads_ms(row)
             lines.append(
@@ -88,14 +93,13 @@ class Verdict:
                         f"{who} {median:.3f} ms, {iqr:.3f} ms" for who, (median, iqr) in spreads.items()
                     )
                 )
-            if row.get("output_errors"):
-                from xlabench.xla.execute import OutputError
-
-                lines += [f"  {OutputError(**error).describe()}" for error in row["output_errors"]]
-            lines.append(f"  sequence: {' '.join(row['sequence'])}")
-            if self.baseline is not None and self.baseline["sequence"] != row["sequence"]:
-                lines.append(f"  baseline sequence: {' '.join(self.baseline['sequence'])}")
-                lines.append(f"  {first_difference(self.baseline['sequence'], row['sequence'])}")
+            lines += [f"  {error.describe()}" for error in row.output_errors or []]
+            sequence = row.sequence or []
+            lines.append(f"  sequence: {' '.join(sequence)}")
+            if self.baseline is not None and self.baseline.sequence != sequence:
+                baseline_sequence = self.baseline.sequence or []
+                lines.append(f"  baseline sequence: {' '.join(baseline_sequence)}")
+                lines.append(f"  {first_difference(baseline_sequence, sequence)}")
         if self.baseline_origin:
             lines.append(f"  baseline: {self.baseline_origin}")
         if self.changed_by:
@@ -104,25 +108,25 @@ class Verdict:
 
     def summary(self) -> dict[str, Any]:
         """Plain data for the session summary and the JSON report."""
-        row, stored = self.row, self.baseline or {}
+        row, stored = self.row, self.baseline
         return {
             "graph": self.graph,
             "policy": self.policy,
             "jaxlib": self.jaxlib,
             "disabled_passes": list(self.disabled_passes),
-            "D": row.get("D"),
-            "R": row.get("R"),
-            "baseline_R": stored.get("R"),
-            "runtime_ratio": row.get("runtime_ratio"),
-            "baseline_runtime_ratio": stored.get("runtime_ratio"),
+            "D": row.default_ops,
+            "R": row.policy_ops,
+            "baseline_R": stored.policy_ops if stored is not None else None,
+            "runtime_ratio": row.runtime_ratio,
+            "baseline_runtime_ratio": stored.runtime_ratio if stored is not None else None,
             "runtime_judged": self.runtime_judged,
             "default_ms": default_median_ms(row),
-            "sequence": row.get("sequence"),
-            "baseline_sequence": stored.get("sequence"),
+            "sequence": row.sequence,
+            "baseline_sequence": stored.sequence if stored is not None else None,
             "failures": self.failures,
             "known": self.known,
             "changed_by": self.changed_by,
-            "output_errors": row.get("output_errors"),
+            "output_errors": None if row.output_errors is None else [asdict(e) for e in row.output_errors],
             "damage": damage(row, stored),
         }
 
@@ -137,21 +141,22 @@ def first_difference(before: list[str], after: list[str]) -> str:
     return f"first difference at step {len(shorter) + 1}: {'baseline' if longer is before else 'now'} {extra}"
 
 
-def damage(row: dict[str, Any], baseline: dict[str, Any]) -> float:
+def damage(row: EvaluationRow, baseline: BaselineEntry | None) -> float:
     """How much worse than before, for sorting: the op-count ratio to the baseline (to D without one),
     plus the runtime ratio's relative change beyond it, scaled down (op counts are exact, runtimes not)."""
-    if row.get("R") is None:
+    if row.policy_ops is None:
         return float("inf")
-    reference = baseline.get("R") or row["D"]
-    ops = row["R"] / reference
-    now, before = row.get("runtime_ratio"), baseline.get("runtime_ratio")
+    reference = (baseline.policy_ops if baseline is not None else None) or row.default_ops
+    assert reference is not None  # R is measured after D
+    ops = row.policy_ops / reference
+    now, before = row.runtime_ratio, baseline.runtime_ratio if baseline is not None else None
     runtime = (now / before - 1.0) if now and before else 0.0
     return ops + 0.01 * runtime
 
 
 def measure(
     driver: PassDriver, graph: Graph, policy: Policy, repeats: int, min_run_seconds: float = MIN_RUN_SECONDS
-) -> dict[str, Any]:
+) -> EvaluationRow:
     """One `xlabench eval` row for the graph and policy, every timed run kept."""
     from xlabench.eval.evaluate import evaluate_graph
 
@@ -246,11 +251,11 @@ def split_known(
     return standing, known, matched
 
 
-def run_spreads_ms(row: dict[str, Any]) -> dict[str, tuple[float, float]]:
+def run_spreads_ms(row: EvaluationRow) -> dict[str, tuple[float, float]]:
     """(median, interquartile range) in ms of each executable's timed runs: "policy" and "default"."""
     spreads = {}
-    for who, key in (("policy", "sequence"), ("default", "default")):
-        runs = (row.get("run_seconds") or {}).get(key) or []
+    both = row.run_seconds
+    for who, runs in (("policy", both.sequence if both else []), ("default", both.default if both else [])):
         if len(runs) >= 2:
             quartiles = statistics.quantiles(runs, n=4)
             spreads[who] = (1000 * statistics.median(runs), 1000 * (quartiles[2] - quartiles[0]))
@@ -287,63 +292,62 @@ def judge_geomean(geomean: tuple[float, float | None, int], tolerances: Toleranc
     return failures
 
 
-def default_median_ms(row: dict[str, Any]) -> float | None:
+def default_median_ms(row: EvaluationRow) -> float | None:
     """Median run time of XLA's default executable in a measured row (ms), None if it was not timed."""
-    runs = (row.get("run_seconds") or {}).get("default")
+    runs = row.run_seconds.default if row.run_seconds is not None else None
     return 1000 * statistics.median(runs) if runs else None
 
 
-def runtime_judged(row: dict[str, Any], tolerances: Tolerances) -> bool:
+def runtime_judged(row: EvaluationRow, tolerances: Tolerances) -> bool:
     """Whether gate (c) judges the row: it has a ratio, and XLA's default executable is not too short."""
     default_ms = default_median_ms(row)
     floor_met = default_ms is None or default_ms >= tolerances.runtime_floor_ms
-    return row.get("runtime_ratio") is not None and floor_met
+    return row.runtime_ratio is not None and floor_met
 
 
-def judge(row: dict[str, Any], baseline: dict[str, Any] | None, tolerances: Tolerances) -> list[str]:
+def judge(row: EvaluationRow, baseline: BaselineEntry | None, tolerances: Tolerances) -> list[str]:
     """Every gate the measured row fails, one line each."""
-    if "R" not in row or ("error" in row and "outputs_differ" not in row):
-        return [f"the policy could not be run: {row.get('error')}"]
+    ops, default_ops = row.policy_ops, row.default_ops
+    if ops is None or default_ops is None or row.not_executed:
+        return [f"the policy could not be run: {row.error}"]
     failures = []
-    limit = row["D"] * (1 + tolerances.op_count)
-    if row["R"] > limit:
+    limit = default_ops * (1 + tolerances.op_count)
+    if ops > limit:
         failures.append(
-            f"{OP_COUNT_VS_DEFAULT}: R {row['R']} > D {row['D']} x {1 + tolerances.op_count:g} "
-            f"(vs_default {row['vs_default']:.4f})"
+            f"{OP_COUNT_VS_DEFAULT}: R {ops} > D {default_ops} x {1 + tolerances.op_count:g} "
+            f"(vs_default {row.vs_default:.4f})"
         )
-    if baseline is not None and row["R"] > baseline["R"]:
-        grown = row["R"] - baseline["R"]
+    stored_ops = baseline.policy_ops if baseline is not None else None
+    if stored_ops is not None and ops > stored_ops:
+        grown = ops - stored_ops
         failures.append(
-            f"op count vs baseline: R {row['R']} > baseline R {baseline['R']} "
-            f"(+{grown}, {grown / baseline['R']:+.1%})"
+            f"op count vs baseline: R {ops} > baseline R {stored_ops} (+{grown}, {grown / stored_ops:+.1%})"
         )
-    previous = (baseline or {}).get("previous")
-    if previous is not None and row["R"] > previous["R"]:
-        grown = row["R"] - previous["R"]
+    previous = baseline.previous if baseline is not None else None
+    if previous is not None and ops > previous.policy_ops:
+        grown = ops - previous.policy_ops
         failures.append(
-            f"{OP_COUNT_VS_PREVIOUS}: R {row['R']} > {previous['policy']} R {previous['R']} "
-            f"(+{grown}, {grown / previous['R']:+.1%})"
+            f"{OP_COUNT_VS_PREVIOUS}: R {ops} > {previous.policy} R {previous.policy_ops} "
+            f"(+{grown}, {grown / previous.policy_ops:+.1%})"
         )
-    if row.get("outputs_differ"):
-        failures.append(
-            "outputs differ from XLA's default executable: " + "; ".join(row["outputs_differ"][:3])
-        )
-    ratio = row.get("runtime_ratio")
-    if runtime_judged(row, tolerances):
+    if row.outputs_differ:
+        failures.append("outputs differ from XLA's default executable: " + "; ".join(row.outputs_differ[:3]))
+    ratio = row.runtime_ratio
+    if ratio is not None and runtime_judged(row, tolerances):
         if ratio > 1 + tolerances.runtime:
             failures.append(
                 f"runtime vs XLA's default: policy/default {ratio:.3f} > {1 + tolerances.runtime:g}"
             )
-        stored = (baseline or {}).get("runtime_ratio")
+        stored = baseline.runtime_ratio if baseline is not None else None
         if stored and ratio > stored * (1 + tolerances.runtime_noise):
             failures.append(
                 f"runtime vs baseline: policy/default {ratio:.3f} > baseline {stored:.3f} "
                 f"x {1 + tolerances.runtime_noise:g}"
             )
-        before = (previous or {}).get("runtime_ratio")
-        if before and ratio > before * (1 + tolerances.runtime_noise):
+        before = previous.runtime_ratio if previous is not None else None
+        if previous is not None and before and ratio > before * (1 + tolerances.runtime_noise):
             failures.append(
-                f"{RUNTIME_VS_PREVIOUS}: policy/default {ratio:.3f} > {previous['policy']} {before:.3f} "
+                f"{RUNTIME_VS_PREVIOUS}: policy/default {ratio:.3f} > {previous.policy} {before:.3f} "
                 f"x {1 + tolerances.runtime_noise:g}"
             )
     return failures

@@ -13,13 +13,17 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from xlabench.baselines.compare import MIN_RUN_SECONDS, Tolerances
 from xlabench.plugin.benchmarks import Benchmarks
 from xlabench.plugin.gates import GEOMEAN_MIN_GATES
+
+if TYPE_CHECKING:
+    from xlabench.baselines.records import BaselineEntry
+    from xlabench.eval.records import EvaluationRow
 
 PROPERTY_VERDICT = "xlabench-verdict"
 PROPERTY_COVERAGE = "xlabench-coverage"
@@ -394,9 +398,7 @@ class Judge:
             self._known_gaps = load_known_gaps(root / KNOWN_GAPS_FILE)
         return self._known_gaps
 
-    def changed_by(
-        self, case: Case, row: dict[str, Any], baseline: dict[str, Any], jaxlib: str
-    ) -> str | None:
+    def changed_by(self, case: Case, row: EvaluationRow, baseline: BaselineEntry, jaxlib: str) -> str | None:
         """The pass that made R or D differ from the baseline's own compiler (when that one can run here)."""
         from xlabench.errors import CompilerError, UserInputError
         from xlabench.xla import PassDriver
@@ -413,11 +415,11 @@ class Judge:
             reference = self._reference[jaxlib][1]
             text = case.graph.hlo_text()
             found = None
-            if row.get("R") != baseline.get("R") or row.get("sequence") != baseline.get("sequence"):
+            if row.policy_ops != baseline.policy_ops or row.sequence != baseline.sequence:
                 found = attribute_sequence(
-                    reference, self.driver, text, case.graph.name, baseline["sequence"]
+                    reference, self.driver, text, case.graph.name, baseline.sequence or []
                 )
-            if found is None and baseline.get("D") is not None and row.get("D") != baseline["D"]:
+            if found is None and baseline.default_ops is not None and row.default_ops != baseline.default_ops:
                 found = attribute_default(reference, self.driver, text, case.graph.name)
         except (CompilerError, UserInputError) as error:
             return f"not attributed: {error}"
@@ -446,7 +448,7 @@ class Judge:
             row = measure(self.driver, case.graph, policy, settings.repeats, settings.min_run_seconds)
         else:  # gate (c) off: both executables still run once, for gate (d); no ratio to judge
             row = measure(self.driver, case.graph, policy, repeats=1, min_run_seconds=0.0)
-            row.update(runtime_ratio=None, run_seconds={})
+            row.runtime_ratio, row.run_seconds = None, None
         failures = judge(row, baseline, self.settings.tolerances)
         if any(failure.startswith("runtime") for failure in failures):
             # Runtimes are noisy on a busy machine: a runtime failure stands only if a second measurement
@@ -458,7 +460,7 @@ class Judge:
             if not any(failure.startswith("runtime") for failure in confirmed):
                 row, failures = again, confirmed
             else:
-                row["runtime_ratios_measured"] = [row.get("runtime_ratio"), again.get("runtime_ratio")]
+                row.runtime_ratios_measured = [row.runtime_ratio, again.runtime_ratio]
         if stored is not None and baseline is None and in_scope:
             # A suite graph in the policy's scope with nothing to hold it to would pass gate (b) unjudged.
             failures.append(
@@ -512,7 +514,7 @@ class SessionSummary:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.rows: list[dict[str, Any]] = []
+        self.verdicts: list[dict[str, Any]] = []
         self.coverage: dict[str, Any] = {}
         self.geomean_failures: list[str] = []
 
@@ -522,7 +524,7 @@ class SessionSummary:
 
         if hasattr(self.config, "workerinput"):
             return
-        geomean = runtime_geomean(self.rows)
+        geomean = runtime_geomean(self.verdicts)
         if geomean is not None:
             self.geomean_failures = judge_geomean(geomean, self.config.stash[SETTINGS].tolerances)
         if self.geomean_failures and session.exitstatus == pytest.ExitCode.OK:
@@ -534,7 +536,7 @@ class SessionSummary:
             return
         for name, value in report.user_properties:
             if name == PROPERTY_VERDICT:
-                self.rows.append(value)
+                self.verdicts.append(value)
             elif name == PROPERTY_COVERAGE:
                 self.coverage = value
 
@@ -559,34 +561,38 @@ class SessionSummary:
                 )
             )
         settings = self.config.stash[SETTINGS]
-        rows = sorted(self.rows, key=lambda row: (-row["damage"], row["graph"], row["policy"]))
+        verdicts = sorted(
+            self.verdicts, key=lambda verdict: (-verdict["damage"], verdict["graph"], verdict["policy"])
+        )
         if settings.report:
             from xlabench.files import write_json
 
-            document = {"disabled_passes": list(settings.disabled_passes), "results": rows}
+            document = {"disabled_passes": list(settings.disabled_passes), "results": verdicts}
             write_json(settings.report, document)
-        if not rows:
+        if not verdicts:
             return
         change = f", {', '.join(settings.disabled_passes)} disabled" if settings.disabled_passes else ""
-        change += f", on jaxlib {rows[0]['jaxlib']}" if rows else ""
+        change += f", on jaxlib {verdicts[0]['jaxlib']}" if verdicts else ""
         change += "" if settings.runtime else ", runtime gate off (--xlabench-no-runtime)"
-        failed = sum(1 for row in rows if row["failures"])
-        known = sum(1 for row in rows if row.get("known") and not row["failures"])
+        failed = sum(1 for verdict in verdicts if verdict["failures"])
+        known = sum(1 for verdict in verdicts if verdict.get("known") and not verdict["failures"])
         terminalreporter.write_sep(
             "-",
-            f"xlabench: {len(rows)} graph x policy, {failed} failed, {known} known gaps{change}",
+            f"xlabench: {len(verdicts)} graph x policy, {failed} failed, {known} known gaps{change}",
         )
         terminalreporter.write_line(
             f"{'graph':44} {'policy':14} {'op count (baseline -> now)':>27} {'vs D':>7} "
             f"{'runtime ratio':>17}  failed gates"
         )
-        shown = [row for row in rows if row["failures"] or row.get("known")] or rows[:10]
-        for row in shown:
-            terminalreporter.write_line(_summary_line(row))
-        if len(shown) < len(rows):
-            hidden = [row for row in rows if row not in shown]
-            unjudged = sum(1 for row in hidden if not row.get("runtime_judged", True))
-            unbased = sum(1 for row in hidden if row["baseline_R"] is None)
+        shown = [verdict for verdict in verdicts if verdict["failures"] or verdict.get("known")] or verdicts[
+            :10
+        ]
+        for verdict in shown:
+            terminalreporter.write_line(_summary_line(verdict))
+        if len(shown) < len(verdicts):
+            hidden = [verdict for verdict in verdicts if verdict not in shown]
+            unjudged = sum(1 for verdict in hidden if not verdict.get("runtime_judged", True))
+            unbased = sum(1 for verdict in hidden if verdict["baseline_R"] is None)
             # Only what was judged passed: say what was not (runtime under the floor, no baseline).
             caveats = ""
             if unjudged and not settings.runtime:
@@ -596,34 +602,37 @@ class SessionSummary:
             if unbased:
                 caveats += f"; {unbased} without a baseline"
             terminalreporter.write_line(f"... {len(hidden)} more (every gate judged passed{caveats})")
-        geomean = runtime_geomean(rows)
+        geomean = runtime_geomean(verdicts)
         if geomean is not None:
             now, before, gates = geomean
-            verdict = "; ".join(self.geomean_failures) or "ok"
+            outcome = "; ".join(self.geomean_failures) or "ok"
             terminalreporter.write_line(
                 f"suite-wide runtime: geomean policy/default {now:.3f} over {gates} gates"
                 + (f" (baselines {before:.3f})" if before is not None else "")
-                + f": {'FAILED ' if self.geomean_failures else ''}{verdict}"
+                + f": {'FAILED ' if self.geomean_failures else ''}{outcome}"
             )
         if settings.report:
             terminalreporter.write_line(f"xlabench: report written to {settings.report}")
 
 
-def _summary_line(row: dict[str, Any]) -> str:
-    from xlabench.eval.report import figure
+def _summary_line(verdict: dict[str, Any]) -> str:
+    """One verdict summary (`Verdict.summary`, as it travelled from a worker) as a line of the table."""
+    from xlabench.eval.records import figure
 
-    ops = f"{figure(row['baseline_R'], 0)} -> {figure(row['R'], 0)}"
-    if row["baseline_R"] and row["R"] is not None and row["R"] != row["baseline_R"]:
-        ops += f" ({(row['R'] - row['baseline_R']) / row['baseline_R']:+.1%})"
-    versus = figure(row["D"] / row["R"]) if row["R"] and row["D"] else "-"
-    runtime = f"{figure(row['baseline_runtime_ratio'], 2)} -> {figure(row['runtime_ratio'], 2)}"
-    gates = "; ".join(failure.split(":", 1)[0] for failure in row["failures"])
-    known = "; ".join(f"known: {failure.split(':', 1)[0]}" for failure in row.get("known", []))
+    ops = f"{figure(verdict['baseline_R'], 0)} -> {figure(verdict['R'], 0)}"
+    if verdict["baseline_R"] and verdict["R"] is not None and verdict["R"] != verdict["baseline_R"]:
+        ops += f" ({(verdict['R'] - verdict['baseline_R']) / verdict['baseline_R']:+.1%})"
+    versus = figure(verdict["D"] / verdict["R"]) if verdict["R"] and verdict["D"] else "-"
+    runtime = f"{figure(verdict['baseline_runtime_ratio'], 2)} -> {figure(verdict['runtime_ratio'], 2)}"
+    gates = "; ".join(failure.split(":", 1)[0] for failure in verdict["failures"])
+    known = "; ".join(f"known: {failure.split(':', 1)[0]}" for failure in verdict.get("known", []))
     gates = "; ".join(part for part in (gates, known) if part) or "ok"
-    if not row.get("runtime_judged", True) and row.get("default_ms") is not None:
-        gates += f" (runtime not judged: default {figure(row.get('default_ms'), 3)} ms)"
-    if row["baseline_R"] is None:
+    if not verdict.get("runtime_judged", True) and verdict.get("default_ms") is not None:
+        gates += f" (runtime not judged: default {figure(verdict.get('default_ms'), 3)} ms)"
+    if verdict["baseline_R"] is None:
         gates += " (no baseline)"
-    if row.get("changed_by"):
-        gates += f"; changed by {row['changed_by']}"
-    return f"{row['graph'][:44]:44} {row['policy'][:14]:14} {ops:>27} {versus:>7} {runtime:>17}  {gates}"
+    if verdict.get("changed_by"):
+        gates += f"; changed by {verdict['changed_by']}"
+    return (
+        f"{verdict['graph'][:44]:44} {verdict['policy'][:14]:14} {ops:>27} {versus:>7} {runtime:>17}  {gates}"
+    )

@@ -32,20 +32,20 @@ def test_policy_on_graph(
     """A policy on a graph passes every gate: op count vs XLA's default and the baseline, runtime, outputs."""
     verdict = xlabench_judge.verdict(xlabench_case)
     record_property(PROPERTY_VERDICT, verdict.summary())
-    runs = verdict.row.get("run_seconds") or {}
-    if verdict.runtime_judged and runs.get("sequence"):
+    runs = verdict.row.run_seconds
+    if verdict.runtime_judged and runs is not None and runs.sequence:
         record_property(
             PROPERTY_RUNS,
             BenchmarkRuns(
                 name=request.node.name,
                 fullname=request.node.nodeid,
                 param=request.node.callspec.id,
-                run_seconds=list(runs["sequence"]),
+                run_seconds=list(runs.sequence),
                 extra_info={
-                    "R": verdict.row.get("R"),
-                    "D": verdict.row.get("D"),
-                    "runtime_ratio": verdict.row.get("runtime_ratio"),
-                    "default_median_seconds": _median(runs.get("default", [])),
+                    "R": verdict.row.policy_ops,
+                    "D": verdict.row.default_ops,
+                    "runtime_ratio": verdict.row.runtime_ratio,
+                    "default_median_seconds": _median(runs.default),
                 },
             ).to_dict(),
         )

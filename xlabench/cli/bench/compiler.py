@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xlabench.errors import CompilerError, UserInputError
+from xlabench.eval.records import WorstGraph, geomean, worst_text
 from xlabench.xla.catalogue import ACTION_SETS, DEFAULT_ACTION_SET
 from xlabench.xla.driver import PassDriver
 from xlabench.xla.execute import compare_outputs, execute, random_inputs
@@ -382,46 +383,93 @@ def run_fuzz(args: argparse.Namespace) -> int:
 
 # Replay within this fraction of XLA's own count is a match (the fidelity target).
 REPLAY_TOLERANCE = 0.01
-REPLAY_FIELDS = (
-    "name", "family", "I", "D", "replay", "ratio", "same_module", "applications", "parting", "error",
-)  # fmt: skip
 
 
-def _geomean(values: list[float]) -> float:
-    return math.exp(statistics.fmean(math.log(value) for value in values)) if values else float("nan")
+# Not frozen: replay_graph fills a row in as it measures (a compiler error may stop it at any field).
+@dataclass
+class ReplayRow:
+    """One graph of `bench replay`: XLA's default count against the pass-by-pass replay's.
+
+    JSON keys (`bench replay --json`, every key written, None or not): `I` = `input_ops`, `D` =
+    `default_ops`, `replay` = `replay_ops` (the replay's fairly counted result), `ratio` = D / replay;
+    `same_module`, `applications`, `parting`, `error` as named. The other fields are printed, not stored.
+    """
+
+    name: str
+    family: str
+    input_ops: int | None = None
+    default_ops: int | None = None
+    replay_ops: int | None = None
+    # Whether the replay ends on XLA's very module (before counting), not just its count.
+    same_module: bool | None = None
+    ratio: float | None = None
+    applications: int | None = None
+    pass_errors: list[str] | None = None
+    fixed_point_rounds: int | None = None
+    # With --trace: where the replay parts from XLA's pipeline, and the lines that show both side by side.
+    parting: str | None = None
+    trace: list[str] | None = None
+    error: str | None = None
+    seconds: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The graph's entry of `bench replay --json`."""
+        return {
+            "name": self.name,
+            "family": self.family,
+            "I": self.input_ops,
+            "D": self.default_ops,
+            "replay": self.replay_ops,
+            "ratio": self.ratio,
+            "same_module": self.same_module,
+            "applications": self.applications,
+            "parting": self.parting,
+            "error": self.error,
+        }
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> ReplayRow:
+        """An entry of `bench replay --json`."""
+        return cls(
+            name=document["name"],
+            family=document["family"],
+            input_ops=document.get("I"),
+            default_ops=document.get("D"),
+            replay_ops=document.get("replay"),
+            ratio=document.get("ratio"),
+            same_module=document.get("same_module"),
+            applications=document.get("applications"),
+            parting=document.get("parting"),
+            error=document.get("error"),
+        )
 
 
-def replay_graph(driver: PassDriver, graph: Any, trace: bool = False) -> dict[str, Any]:
+def replay_graph(driver: PassDriver, graph: Any, trace: bool = False) -> ReplayRow:
     """D, the replay's fairly counted result and their ratio for one graph (with `trace`, where it
-    parts from XLA's pipeline: "parting", and "trace", the lines that show both side by side)."""
+    parts from XLA's pipeline and the lines that show both side by side)."""
     from xlabench.xla.replay import replay_default_pipeline, trace_replay
 
     started = time.perf_counter()
-    row: dict[str, Any] = {"name": graph.name, "family": graph.family}
+    row = ReplayRow(graph.name, graph.family)
     try:
         module = driver.load(graph.hlo_text(), graph.name)
-        row["I"] = driver.features(module).op_count
+        row.input_ops = driver.features(module).op_count
         default = driver.run_default_pipeline(module)
-        row["D"] = driver.features(default).op_count
+        row.default_ops = default_ops = driver.features(default).op_count
         replay = replay_default_pipeline(driver, module)
-        row["replay"] = driver.fair_op_count(replay.module, replay.passes)
-        # Whether the replay ends on XLA's very module (before counting), not just its count.
-        row["same_module"] = replay.module.fingerprint == default.fingerprint
+        row.replay_ops = replay_ops = driver.fair_op_count(replay.module, replay.passes)
+        row.same_module = replay.module.fingerprint == default.fingerprint
         if trace:
             traced = trace_replay(driver, module, replay)
-            row["parting"], row["trace"] = traced.parting(), trace_lines(traced)
+            row.parting, row.trace = traced.parting(), trace_lines(traced)
     except CompilerError as error:
-        row.update({"error": str(error), "seconds": time.perf_counter() - started})
+        row.error, row.seconds = str(error), time.perf_counter() - started
         return row
-    row.update(
-        {
-            "ratio": row["D"] / row["replay"],
-            "applications": replay.applications,
-            "pass_errors": [str(error) for error in replay.errors],
-            "fixed_point_rounds": replay.fixed_point_rounds,
-            "seconds": time.perf_counter() - started,
-        }
-    )
+    row.ratio = default_ops / replay_ops
+    row.applications = replay.applications
+    row.pass_errors = [str(error) for error in replay.errors]
+    row.fixed_point_rounds = replay.fixed_point_rounds
+    row.seconds = time.perf_counter() - started
     return row
 
 
@@ -441,33 +489,76 @@ def trace_lines(trace: Any) -> list[str]:
     return lines
 
 
-def replay_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Geomean D/replay, graphs within REPLAY_TOLERANCE and the worst graph, overall and per family."""
+@dataclass(frozen=True)
+class ReplaySummaryPart:
+    """Geomean D/replay, graphs within REPLAY_TOLERANCE and the worst graph over some replay rows."""
 
-    def summarize(selected: list[dict[str, Any]]) -> dict[str, Any]:
-        measured = [row for row in selected if "ratio" in row]
-        worst = max(measured, key=lambda row: abs(math.log(row["ratio"])), default=None)
-        within = [row for row in measured if abs(row["ratio"] - 1) <= REPLAY_TOLERANCE]
+    graphs: int
+    failed: int
+    geomean_ratio: float  # nan without a measured graph
+    within_tolerance: int
+    same_module: int
+    worst: WorstGraph | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The part as `bench replay --json` prints it (the worst graph's value under `ratio`)."""
         return {
-            "graphs": len(selected),
-            "failed": len(selected) - len(measured),
-            "geomean_ratio": _geomean([row["ratio"] for row in measured]),
-            "within_tolerance": len(within),
-            "same_module": sum(1 for row in measured if row.get("same_module")),
-            "worst": None if worst is None else {"name": worst["name"], "ratio": worst["ratio"]},
+            "graphs": self.graphs,
+            "failed": self.failed,
+            "geomean_ratio": self.geomean_ratio,
+            "within_tolerance": self.within_tolerance,
+            "same_module": self.same_module,
+            "worst": None if self.worst is None else self.worst.to_json(value_key="ratio"),
         }
 
-    families = sorted({row["family"] for row in rows})
-    overall = summarize(rows)
-    per_family = {family: summarize([row for row in rows if row["family"] == family]) for family in families}
-    overall["families"] = per_family
-    overall["meets_target"] = (
+
+@dataclass(frozen=True)
+class ReplaySummary(ReplaySummaryPart):
+    """The replay over every graph, per family, and whether it meets the fidelity target."""
+
+    families: dict[str, ReplaySummaryPart] = field(default_factory=dict)
+    meets_target: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """The `summary` of `bench replay --json`."""
+        return {
+            **super().to_json(),
+            "families": {family: part.to_json() for family, part in self.families.items()},
+            "meets_target": self.meets_target,
+        }
+
+
+def _replay_summary_fields(selected: list[ReplayRow]) -> dict[str, Any]:
+    """The figures of a ReplaySummaryPart over `selected`."""
+    measured = [row for row in selected if row.ratio is not None]
+    ratios = [row.ratio for row in measured if row.ratio is not None]
+    worst = max(measured, key=lambda row: abs(math.log(row.ratio or 1.0)), default=None)
+    overall = geomean(ratios)
+    return {
+        "graphs": len(selected),
+        "failed": len(selected) - len(measured),
+        "geomean_ratio": float("nan") if overall is None else overall,
+        "within_tolerance": sum(abs(ratio - 1) <= REPLAY_TOLERANCE for ratio in ratios),
+        "same_module": sum(1 for row in measured if row.same_module),
+        "worst": None if worst is None or worst.ratio is None else WorstGraph(worst.name, worst.ratio),
+    }
+
+
+def replay_summary(rows: list[ReplayRow]) -> ReplaySummary:
+    """Geomean D/replay, graphs within REPLAY_TOLERANCE and the worst graph, overall and per family."""
+    families = sorted({row.family for row in rows})
+    overall = _replay_summary_fields(rows)
+    per_family = {
+        family: ReplaySummaryPart(**_replay_summary_fields([row for row in rows if row.family == family]))
+        for family in families
+    }
+    meets_target = (
         overall["failed"] == 0
         and overall["within_tolerance"] >= 0.95 * overall["graphs"]
         and 0.995 <= overall["geomean_ratio"] <= 1.005
-        and all(abs(summary["geomean_ratio"] - 1) <= REPLAY_TOLERANCE for summary in per_family.values())
+        and all(abs(part.geomean_ratio - 1) <= REPLAY_TOLERANCE for part in per_family.values())
     )
-    return overall
+    return ReplaySummary(**overall, families=per_family, meets_target=meets_target)
 
 
 def run_replay_benchmark(args: argparse.Namespace) -> int:
@@ -478,20 +569,20 @@ def run_replay_benchmark(args: argparse.Namespace) -> int:
     pool = CompilerPool(size=args.workers)
     driver = PassDriver(pool=pool, use_cache=not args.no_cache)
     driver.check_pass("algsimp")  # discovers the pipeline once, before the threads start
-    rows: list[dict[str, Any]] = []
+    rows: list[ReplayRow] = []
     lock = threading.Lock()
 
     def run(graph: Any) -> None:
         row = replay_graph(driver, graph, trace=args.trace)
         with lock:
             rows.append(row)
-            if args.trace and "trace" in row and not args.json:
-                print("\n".join([f"{graph.name}:", *row["trace"]]), flush=True)
+            if args.trace and row.trace is not None and not args.json:
+                print("\n".join([f"{graph.name}:", *row.trace]), flush=True)
             figures = (
-                f"D {row['D']} replay {row['replay']} ratio {row['ratio']:.4f} "
-                f"({row['applications']} applications, {row['seconds']:.0f} s)"
-                if "ratio" in row
-                else f"FAILED: {row['error']}"
+                f"D {row.default_ops} replay {row.replay_ops} ratio {row.ratio:.4f} "
+                f"({row.applications} applications, {row.seconds:.0f} s)"
+                if row.ratio is not None
+                else f"FAILED: {row.error}"
             )
             print(f"replay [{len(rows)}/{len(graphs)}] {graph.name}: {figures}", file=sys.stderr, flush=True)
 
@@ -501,45 +592,45 @@ def run_replay_benchmark(args: argparse.Namespace) -> int:
     with ThreadPoolExecutor(max_workers=args.workers) as executor:
         list(executor.map(run, ordered))
     pool.close()
-    rows.sort(key=lambda row: row["name"])
+    rows.sort(key=lambda row: row.name)
     summary = replay_summary(rows)
-    graphs_out = [{key: row.get(key) for key in REPLAY_FIELDS} for row in rows]
+    graphs_out = [row.to_json() for row in rows]
     if args.json:
         print(
-            json.dumps({"geomean_ratio": summary["geomean_ratio"], "summary": summary, "graphs": graphs_out})
+            json.dumps(
+                {"geomean_ratio": summary.geomean_ratio, "summary": summary.to_json(), "graphs": graphs_out}
+            )
         )
-        return 0 if summary["failed"] == 0 else 1
+        return 0 if summary.failed == 0 else 1
     print(f"{'graph':52} {'I':>6} {'D':>6} {'replay':>6} {'D/replay':>8} {'same':>4} {'passes':>6}")
     for row in rows:
-        if "ratio" in row:
-            mark = "" if abs(row["ratio"] - 1) <= REPLAY_TOLERANCE else "  *"
+        if row.ratio is not None:
+            mark = "" if abs(row.ratio - 1) <= REPLAY_TOLERANCE else "  *"
             print(
-                f"{row['name']:52} {row['I']:6} {row['D']:6} {row['replay']:6} {row['ratio']:8.4f} "
-                f"{'yes' if row['same_module'] else 'no':>4} {row['applications']:6}{mark}"
+                f"{row.name:52} {row.input_ops:6} {row.default_ops:6} {row.replay_ops:6} {row.ratio:8.4f} "
+                f"{'yes' if row.same_module else 'no':>4} {row.applications:6}{mark}"
             )
-            if mark and "parting" in row:
-                print(f"    {row['parting']}")
+            if mark and row.parting is not None:
+                print(f"    {row.parting}")
         else:
-            print(f"{row['name']:52} FAILED: {row['error']}")
+            print(f"{row.name:52} FAILED: {row.error}")
     print(
         f"\n{'family':14} {'graphs':>6} {'within 1%':>9} {'same module':>11} {'geomean D/replay':>16}"
         "  worst graph"
     )
-    for family, part in summary["families"].items():
-        worst = part["worst"]
-        worst_text = f"{worst['name']} ({worst['ratio']:.4f})" if worst else "-"
+    for family, part in summary.families.items():
         print(
-            f"{family:14} {part['graphs']:6} {part['within_tolerance']:9} {part['same_module']:11} "
-            f"{part['geomean_ratio']:16.4f}  {worst_text}"
+            f"{family:14} {part.graphs:6} {part.within_tolerance:9} {part.same_module:11} "
+            f"{part.geomean_ratio:16.4f}  {worst_text(part.worst)}"
         )
     print(
-        f"all: {summary['graphs']} graphs, {summary['within_tolerance']} within 1% of D, "
-        f"{summary['same_module']} ending on XLA's very module, "
-        f"geomean D/replay {summary['geomean_ratio']:.4f}, {summary['failed']} failed; "
-        f"target {'met' if summary['meets_target'] else 'NOT met'} "
+        f"all: {summary.graphs} graphs, {summary.within_tolerance} within 1% of D, "
+        f"{summary.same_module} ending on XLA's very module, "
+        f"geomean D/replay {summary.geomean_ratio:.4f}, {summary.failed} failed; "
+        f"target {'met' if summary.meets_target else 'NOT met'} "
         f"({time.perf_counter() - started:.0f} s, {'cache off' if args.no_cache else 'cache on'})"
     )
-    return 0 if summary["failed"] == 0 else 1
+    return 0 if summary.failed == 0 else 1
 
 
 def run_standalone_benchmark(args: argparse.Namespace) -> int:
