@@ -100,7 +100,9 @@ def test_an_interrupted_eval_stops_soon_and_writes_nothing(tmp_path, one_graph_d
     # Ctrl-C once the evaluation has begun (its bar is up): a beam this wide runs for many minutes on a
     # cold cache, so wherever it lands -- loading, XLA's default, the search -- the run is under way.
     environment = {"XLABENCH_CACHE_DIR": str(tmp_path / "cache")}
-    code, last_line = interrupt_after(arguments, 120, environment, ready=r"eval search:beam: +0%")
+    code, last_line = interrupt_after(
+        arguments, 120, environment, ready=r"eval search:beam \(100000 calls\): +0%"
+    )
     assert (code, last_line) == (130, "xlabench: interrupted")
     assert not out.exists()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xlabench.baselines.compare import (
@@ -70,6 +71,24 @@ def register(subparsers: Any) -> None:
     )
     update.set_defaults(handler=run_update)
     diff.set_defaults(handler=run_diff)
+    search = commands.add_parser(
+        "search", help="the committed search baselines (baselines/search/) as one Markdown table"
+    )
+    search.add_argument("--root", type=Path, help="a directory laid out like baselines/search/")
+    search.set_defaults(handler=run_search)
+
+
+def run_search(args: argparse.Namespace) -> int:
+    """Print geomean vs_default of every stored strategy x budget x split."""
+    from xlabench.baselines.search import SEARCH_DIR, load_search_baselines, search_table
+    from xlabench.errors import UserInputError
+
+    root = args.root or SEARCH_DIR
+    baselines = load_search_baselines(root)
+    if not baselines:
+        raise UserInputError(f"{root}: no search baselines (STRATEGY/BUDGET/SPLIT/results.json)")
+    print(search_table(baselines))
+    return 0
 
 
 def _policies(references: list[str] | None) -> list[str]:

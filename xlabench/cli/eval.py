@@ -82,6 +82,8 @@ def run_eval(args: argparse.Namespace) -> int:
     if strategy == "beam":
         options["width"] = args.width
     label = args.policy or DEFAULT_POLICY
+    if strategy in ("random", "greedy", "beam", "local"):
+        label = f"{label} ({budget} calls)"  # the same strategy at two budgets: two rows in `compare`
     action_match = None
     try:
         if strategy == "guided":
