@@ -1,11 +1,12 @@
 """The one place that touches jaxlib internals: the few entry points xlabench needs, per release.
 
-Imported only inside compiler worker processes (`xlabench.xla.compiler`). jaxlib moves its
-internals between releases (0.10.2 moved the HLO bindings from `_jax` to `xla_client.hlo` and added
-`HloComputation.instructions`); each entry point here is looked up by what the release has, and
-everything xlabench reads of a module is read from its printed text, which is stable. A release
-outside `SUPPORTED_JAXLIB`, or one that lacks an entry point, is refused at import with one line
-(`UnsupportedCompiler`): an API difference is never mistaken for a bad module.
+Imported only inside compiler worker processes (by the modules `xlabench.xla.compiler` registers).
+jaxlib moves its internals between releases (0.10.2 moved the HLO bindings from `_jax` to
+`xla_client.hlo` and added `HloComputation.instructions`); each entry point here is looked up by
+what the release has, and everything xlabench reads of a module is read from its printed text,
+which is stable. A release outside `SUPPORTED_JAXLIB`, or one that lacks an entry point, is refused
+at import with one line (`UnsupportedCompiler`): an API difference is never mistaken for a bad
+module. JAX itself (its public API) is used here too, for the probe module that shows the pipeline.
 """
 
 from __future__ import annotations
@@ -178,3 +179,29 @@ def execute(executable: Any, buffers: list[Any]) -> list[Any]:
     for array in arrays:
         array.block_until_ready()
     return arrays
+
+
+def probe_module_text() -> str:
+    """A small module with a while loop, a conditional, gather, scatter, a convolution and bf16."""
+    import jax
+    import jax.numpy as jnp
+
+    def probe(x, indices, kernel):
+        def body(carry):
+            step, value = carry
+            return step + 1, jnp.tanh(value) * 0.5
+
+        _, x = jax.lax.while_loop(lambda carry: carry[0] < 3, body, (0, x))
+        x = jax.lax.cond(x.sum() > 0, lambda v: v * 2.0, lambda v: v - 1.0, x)
+        gathered = x[indices]
+        scattered = jnp.zeros_like(x).at[indices].add(gathered)
+        image = scattered.reshape(1, 1, 4, 4).astype(jnp.bfloat16)
+        convolved = jax.lax.conv(image, kernel.astype(jnp.bfloat16), (1, 1), "SAME")
+        return convolved.astype(jnp.float32).sum() + scattered.sum()
+
+    arguments = (
+        jax.ShapeDtypeStruct((16,), jnp.float32),
+        jax.ShapeDtypeStruct((4,), jnp.int32),
+        jax.ShapeDtypeStruct((1, 1, 3, 3), jnp.float32),
+    )
+    return jax.jit(probe).lower(*arguments).compiler_ir("hlo").as_hlo_text()

@@ -1,10 +1,10 @@
 """Worker processes around the compiler: a CHECK abort, a segfault or a hang costs a worker, not the caller.
 
-Each worker is a `python -m xlabench.xla.worker` process that imports `xlabench.xla.compiler` and
-serves calls by function name over a socket pair. Its stderr (where XLA logs and CHECK failures go)
-goes to a file, so a crash comes back as an exit code plus the tail of that file. The pool is
-thread-safe: callers block until a worker is free; a dead or timed-out worker is replaced on the
-next call.
+Each worker is a `python -m xlabench.xla.worker` process that serves calls by function name over a
+socket pair, running only the functions registered in `xlabench.xla.compiler.REGISTRY`. Its stderr
+(where XLA logs and CHECK failures go) goes to a file, so a crash comes back as an exit code plus
+the tail of that file. The pool is thread-safe: callers block until a worker is free; a dead or
+timed-out worker is replaced on the next call.
 """
 
 from __future__ import annotations
@@ -70,6 +70,10 @@ class CompilerFailure(Exception):
     """XLA answered with an error status (raised in the worker, re-raised in the caller)."""
 
 
+class RefusedCall(Exception):
+    """The worker does not run a function of that name (it is not in `xlabench.xla.compiler.REGISTRY`)."""
+
+
 class WorkerDied(Exception):
     """The worker process died during a call (CHECK abort, segfault, out of memory)."""
 
@@ -119,7 +123,7 @@ class Worker:
         self._request_ids = itertools.count(1)
 
     def call(self, function_name: str, arguments: dict[str, Any], timeout: float) -> Any:
-        """Run compiler.<function_name>(**arguments) in the worker and return its result.
+        """Run the registered compiler function `function_name` on `arguments` in the worker; its result.
 
         Every request carries an id and its reply the same id: a reply to an earlier request that
         was abandoned (an interrupted caller) is read and dropped, never taken for this answer.
@@ -147,6 +151,8 @@ class Worker:
             raise CompilerFailure(payload)
         if status == "unsupported":
             raise UnsupportedCompiler(payload)
+        if status == "refused":
+            raise RefusedCall(payload)
         return payload
 
     def stderr_since(self, offset: int) -> str:
@@ -203,7 +209,10 @@ class CompilerPool:
         self.timeouts = 0
 
     def call(self, function_name: str, timeout: float = DEFAULT_TIMEOUT_SECONDS, **arguments: Any) -> Any:
-        """Run one compiler function in a free worker; raises CompilerFailure, WorkerDied, WorkerTimedOut."""
+        """Run one registered compiler function in a free worker.
+
+        Raises CompilerFailure, WorkerDied, WorkerTimedOut, or RefusedCall for an unregistered name.
+        """
         worker = self._idle.get()
         try:
             if worker is None or not worker.alive():
@@ -214,7 +223,7 @@ class CompilerPool:
                     self.compiler.python,
                 )
             return worker.call(function_name, arguments, timeout)
-        except (CompilerFailure, UnsupportedCompiler):
+        except (CompilerFailure, UnsupportedCompiler, RefusedCall):
             raise  # an answer: the worker is fine
         except (WorkerDied, WorkerTimedOut) as failure:
             if isinstance(failure, WorkerDied):
