@@ -12,7 +12,6 @@ from typing import Any
 
 from xlabench.xla import adapter, dtypes
 from xlabench.xla.hlo_text import canonical_module, first_line, parse, to_text
-from xlabench.xla.pool import CompilerFailure
 from xlabench.xla.releases import UnsupportedCompiler
 from xlabench.xla.structure import (
     COMPUTATION_HEADER,
@@ -21,6 +20,7 @@ from xlabench.xla.structure import (
     normalized_text_and_fingerprint,
     split_computations,
 )
+from xlabench.xla.worker_process import CompilerFailure
 
 
 def describe(text: str) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from typing import Any
 
 from xlabench.xla import adapter, payloads
 from xlabench.xla.hlo_text import compile_text, to_text
-from xlabench.xla.pool import CompilerFailure
+from xlabench.xla.worker_process import CompilerFailure
 
 STOP_MARKER = "xlabench_stop"
 _STOP_COMPUTATION = (

@@ -10,8 +10,8 @@ import re
 from typing import Any
 
 from xlabench.xla import adapter, payloads
-from xlabench.xla.pool import CompilerFailure
 from xlabench.xla.releases import UnsupportedCompiler
+from xlabench.xla.worker_process import CompilerFailure
 
 
 def parse(text: str) -> Any:

@@ -23,8 +23,8 @@ from xlabench.xla.dumps import (
     strip_stop_marker,
 )
 from xlabench.xla.hlo_text import disabled_pass_overrides
-from xlabench.xla.pool import CompilerFailure
 from xlabench.xla.structure import structural_fingerprint
+from xlabench.xla.worker_process import CompilerFailure
 
 
 def run_pass(

@@ -18,9 +18,9 @@ import numpy as np
 from xlabench.xla import adapter, executable_cache
 from xlabench.xla.analysis import reachable_histograms
 from xlabench.xla.hlo_text import compile_text, disabled_pass_overrides, first_line, to_text
-from xlabench.xla.pool import CompilerFailure
 from xlabench.xla.releases import UnsupportedCompiler
 from xlabench.xla.structure import donated_parameters
+from xlabench.xla.worker_process import CompilerFailure
 
 MAX_TIMED_ROUNDS = 2000  # timed rounds of `compile_and_run_interleaved` at most
 

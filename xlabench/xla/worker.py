@@ -20,8 +20,8 @@ def serve(connection: Connection) -> None:
     module: a release outside the supported range, or an internal API the adapter does not find,
     never reported as a bad module) or "refused" (a function the registry does not hold).
     """
-    from xlabench.xla.pool import CompilerFailure
     from xlabench.xla.releases import UnsupportedCompiler
+    from xlabench.xla.worker_process import CompilerFailure
 
     registry: dict[str, Callable[..., Any]] = {}
     unsupported = None
