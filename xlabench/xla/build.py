@@ -81,7 +81,9 @@ def native_digest(directory: str) -> str:
 WORKER_MODULES = (
     "worker.py",
     "compiler.py",
-    "adapter.py",
+    "adapter/__init__.py",
+    "adapter/bindings.py",
+    "adapter/probe.py",
     "hlo_text.py",
     "dumps.py",
     "pass_runs.py",
