@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import time
+from pathlib import Path
 
 import pytest
 
@@ -56,3 +58,35 @@ def test_the_installed_jaxlib_has_a_build(tmp_path, monkeypatch):
     directory = build.jaxlib_directory(sys.executable)
     assert directory is not None and os.path.isdir(directory)
     assert build.build_identity("0.10.2", sys.executable).split("+")[1].split(".")[0] != "unknown"
+
+
+# Reached from the worker's code but deciding none of its results: the caller's side of the pipe, the
+# supported-release table, and what the exception types and cache locations are defined beside.
+NOT_RESULT_CODE = {"worker_process.py", "pool.py", "releases.py", "build.py", "cache.py", "compilers.py"}
+
+
+def _xla_imports(path: Path) -> set[str]:
+    """The files of xlabench.xla that `path` imports (at any depth of its code), relative to the package."""
+    package = Path(build.__file__).parent
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = []
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("xlabench.xla"):
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        for name in (name for name in names if name.count(".") >= 2):  # a module of xlabench.xla
+            relative = Path(*name.split(".")[2:])
+            for candidate in (relative.with_suffix(".py"), relative / "__init__.py"):
+                if (package / candidate).is_file():
+                    found.add(candidate.as_posix())
+    return found
+
+
+def test_every_module_the_worker_runs_is_in_the_build_digest():
+    package = Path(build.__file__).parent
+    reached, frontier = {"worker.py", "compiler.py"}, ["worker.py", "compiler.py"]
+    while frontier:
+        for name in _xla_imports(package / frontier.pop()) - reached - NOT_RESULT_CODE:
+            reached.add(name)
+            frontier.append(name)
+    assert reached <= set(build.WORKER_MODULES), sorted(reached - set(build.WORKER_MODULES))
+    assert all((package / name).is_file() for name in build.WORKER_MODULES)

@@ -287,7 +287,7 @@ def test_a_worker_killed_from_outside_is_not_cached(tmp_path):
 def test_a_changed_catalogue_table_or_canonical_form_misses_the_cache(
     monkeypatch, fresh_driver, redundant_module
 ):
-    from xlabench.xla import catalogue, driver
+    from xlabench.xla import catalogue, transitions
 
     fresh_driver.run_required_passes(redundant_module)
     fresh_driver.apply_pass(redundant_module, "algsimp")
@@ -300,7 +300,7 @@ def test_a_changed_catalogue_table_or_canonical_form_misses_the_cache(
     fresh_driver.run_required_passes(redundant_module)
     assert len(fresh_driver.cache) == 3
     # So does a new version of the canonical form the records hold.
-    monkeypatch.setattr(driver, "NORMALIZATION_VERSION", driver.NORMALIZATION_VERSION + 1)
+    monkeypatch.setattr(transitions, "NORMALIZATION_VERSION", transitions.NORMALIZATION_VERSION + 1)
     fresh_driver.apply_pass(redundant_module, "algsimp")
     assert len(fresh_driver.cache) == 4
 

@@ -31,12 +31,12 @@ from typing import Any
 from hypothesis import strategies as st
 
 from xlabench.errors import CompilerError
-from xlabench.files import write_atomically, write_json
 from xlabench.graphs import Graph, resolve_graphs
 from xlabench.xla import PassDriver
 from xlabench.xla.cache import cache_directory
 from xlabench.xla.execute import judge_sequence, nan_share
 from xlabench.xla.module import HloModule
+from xlabench.xla.reproducers import write_reproducer
 
 MAX_SEQUENCE = 30
 INPUT_SEEDS = 4  # input sets an example may draw (seed 0..3), each signed or non-negative
@@ -229,8 +229,6 @@ class SemanticsCheck:
         base = directory or Path(cache_directory()) / "reproducers"
         target = base / f"semantics-{graph.name}-{digest}"
         module_file = target / "module.hlo"
-        write_atomically(module_file, self.modules[graph.name].text.encode())
-        write_atomically(target / "passes.txt", ("\n".join(outcome.applied) + "\n").encode())
         details: dict[str, Any] = {
             "graph": graph.name,
             "sequence": outcome.applied,
@@ -242,7 +240,7 @@ class SemanticsCheck:
             + f" --input-seed {outcome.seed}"
             + (" --signed-inputs" if outcome.signed else ""),
         }
-        write_json(target / "reproducer.json", details)
+        write_reproducer(target, self.modules[graph.name].text, outcome.applied, "reproducer.json", details)
         return target
 
 

@@ -1,7 +1,7 @@
 """Which pass made two compilers differ: the first place their runs on the same module part.
 
 For XLA's default pipeline: each compiler runs it once on the same module with every pass run dumped
-(`compiler.pipeline_fingerprints`); the two lists of runs, with the structural fingerprint after each,
+(`pass_runs.pipeline_fingerprints`); the two lists of runs, with the structural fingerprint after each,
 are walked side by side from the same start, and the first run that leaves the module different names
 the pass: a run both compilers make, with another output, or a run one makes (and the other does not,
 there) that changes the module. For a sequence (CompilerGym's `validate()` idea): the stored sequence

@@ -236,7 +236,7 @@ def _pip_install(python: str, packages: list[str], version: str, progress: Calla
 
 def _probe(python: str) -> str:
     """Start one worker under `python`; the jaxlib version it answers with."""
-    from xlabench.xla.pool import Worker, WorkerDied, WorkerTimedOut
+    from xlabench.xla.worker_process import Worker, WorkerDied, WorkerTimedOut
 
     worker = Worker(python=python)
     try:

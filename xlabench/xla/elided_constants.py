@@ -14,18 +14,16 @@ from __future__ import annotations
 import hashlib
 import re
 
-import ml_dtypes
 import numpy as np
 
 from xlabench.errors import UserInputError
+from xlabench.xla.dtypes import FLOAT_TYPES, INTEGER_TYPES, numpy_dtype
 
 ELIDED_CONSTANT = re.compile(
     r"^(?P<head>\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*(?P<type>[a-z][a-z0-9]*)\[(?P<dims>[\d,]*)\]"
     r"(?:\{[^}]*\})?\s+constant\()\{\.\.\.\}\)",
     re.MULTILINE,
 )
-_FLOATS = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32, "f64": np.float64}
-_INTEGERS = {"s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64"}
 
 
 def fill_elided_constants(text: str, source: str = "<text>") -> tuple[str, int]:
@@ -52,10 +50,10 @@ def fill_elided_constants(text: str, source: str = "<text>") -> tuple[str, int]:
 
 def _values(generator: np.random.Generator, element_type: str, shape: tuple[int, ...], source: str) -> list:
     """The constant's values as Python numbers (text-exact), in row-major order, shaped."""
-    if element_type in _FLOATS:
-        rounded = generator.standard_normal(shape).astype(np.float32).astype(_FLOATS[element_type])
+    if element_type in FLOAT_TYPES:
+        rounded = generator.standard_normal(shape).astype(np.float32).astype(numpy_dtype(element_type))
         return rounded.astype(np.float64).tolist()  # exact: every value is representable
-    if element_type in _INTEGERS:
+    if element_type in INTEGER_TYPES:
         return generator.integers(0, 8, size=shape).tolist()
     if element_type == "pred":
         return (generator.random(shape) < 0.5).tolist()

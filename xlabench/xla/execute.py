@@ -20,6 +20,7 @@ import numpy as np
 
 from xlabench.errors import CompilerError, UserInputError
 from xlabench.xla.driver import PassDriver, default_driver
+from xlabench.xla.dtypes import numpy_dtype
 from xlabench.xla.module import HloModule
 
 # (relative, absolute) tolerance per dtype for outputs of two compiles of one program; the absolute
@@ -52,10 +53,6 @@ class Execution:
         return statistics.median(self.run_seconds) if self.run_seconds else float("nan")
 
 
-def _numpy_dtype(name: str) -> np.dtype:
-    return np.dtype(ml_dtypes.bfloat16) if name == "bfloat16" else np.dtype(name)
-
-
 def random_inputs(
     module: HloModule, seed: int = 0, driver: PassDriver | None = None, non_negative: bool = False
 ) -> list[np.ndarray]:
@@ -66,7 +63,7 @@ def random_inputs(
     generator = np.random.default_rng(seed)
     inputs = []
     for shape, dtype_name in specs:
-        dtype = _numpy_dtype(dtype_name)
+        dtype = numpy_dtype(dtype_name)
         if dtype == np.bool_:
             value = generator.random(shape) < 0.5
         elif np.issubdtype(dtype, np.integer):

@@ -8,14 +8,44 @@ back to the same fingerprint, so a module can go through any number of pass appl
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from xlabench.errors import UserInputError
 from xlabench.files import write_atomically
 
 if TYPE_CHECKING:
     from xlabench.xla.features import Features
+
+
+class ModuleServices(Protocol):
+    """What the convenience API of `HloModule` asks of a driver (`xlabench.xla.driver.PassDriver`)."""
+
+    def load(self, text: str, source: str = "<text>") -> HloModule: ...
+
+    def features(self, module: HloModule) -> Features: ...
+
+    def full_text(self, module: HloModule) -> str: ...
+
+
+# The process-wide driver behind `HloModule.from_text`, `features` and `write`: handed over by
+# `xlabench.xla.driver` when it is imported (as `xlabench.xla` itself does), so that this module,
+# which the driver builds on, does not import the driver back.
+_default_driver: Callable[[], ModuleServices] | None = None
+
+
+def use_default_driver(provider: Callable[[], ModuleServices]) -> None:
+    """Set what gives the driver `HloModule`'s shortcuts run on (`xlabench.xla.driver.default_driver`)."""
+    global _default_driver
+    _default_driver = provider
+
+
+def _driver() -> ModuleServices:
+    """The default driver, from the provider `xlabench.xla.driver` set."""
+    if _default_driver is None:  # only a process that never imported xlabench.xla: not one of ours
+        raise RuntimeError("no default driver: import xlabench.xla before using HloModule's shortcuts")
+    return _default_driver()
 
 
 @dataclass(frozen=True)
@@ -33,11 +63,9 @@ class HloModule:
     @classmethod
     def from_text(cls, text: str, source: str = "<text>") -> HloModule:
         """Parse and canonicalize HLO text with XLA; malformed text raises UserInputError."""
-        from xlabench.xla.driver import default_driver
-
         if not text.strip():
             raise UserInputError(f"{source}: empty file, expected HLO module text")
-        return default_driver().load(text, source)
+        return _driver().load(text, source)
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> HloModule:
@@ -46,9 +74,7 @@ class HloModule:
 
     def features(self) -> Features:
         """Op count, opcode histogram and cost analysis (computed by XLA, memoized)."""
-        from xlabench.xla.driver import default_driver
-
-        return default_driver().features(self)
+        return _driver().features(self)
 
     @property
     def op_count(self) -> int:
@@ -62,9 +88,7 @@ class HloModule:
 
     def write(self, path: str | os.PathLike[str]) -> None:
         """Write the canonical text atomically (temporary file, then rename), every constant in full."""
-        from xlabench.xla.driver import default_driver
-
-        write_atomically(os.fspath(path), default_driver().full_text(self).encode())
+        write_atomically(os.fspath(path), _driver().full_text(self).encode())
 
 
 def read_hlo_file(path: str | os.PathLike[str]) -> str:

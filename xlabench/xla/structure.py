@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 # Bump when the fingerprint of some module changes meaning: caches keyed by fingerprints use it.
 FINGERPRINT_VERSION = 2
-# Bump when the canonical text a module is held in changes (the import in `compiler.describe`, the
+# Bump when the canonical text a module is held in changes (the import in `analysis.describe`, the
 # renaming and ordering here): cached transitions hold canonical text, so every key includes it.
 NORMALIZATION_VERSION = 1
 

@@ -1,46 +1,55 @@
 """Entry point of a compiler worker process: `python -m xlabench.xla.worker FD`.
 
-Serves `(request id, function name, arguments)` requests from `xlabench.xla.compiler` over the
-socket FD until it closes. Started by `xlabench.xla.pool`, which has already pointed this process's
-stderr at a log file.
+Serves `(request id, function name, arguments)` requests over the socket FD until it closes, running
+only the functions of `xlabench.xla.compiler.REGISTRY`. Started by `xlabench.xla.pool`, which has
+already pointed this process's stderr at a log file.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from multiprocessing.connection import Connection
+from typing import Any
 
 
 def serve(connection: Connection) -> None:
-    """Answer requests until the pipe closes: (id, "ok" | "failure" | "unsupported", result or message).
+    """Answer requests until the pipe closes: (id, status, result or message).
 
-    "unsupported" means this jaxlib, not the module: a release outside the supported range, or an
-    internal API the adapter does not find (an AttributeError), never reported as a bad module.
+    The status is "ok", "failure" (an answer about the module), "unsupported" (this jaxlib, not the
+    module: a release outside the supported range, or an internal API the adapter does not find,
+    never reported as a bad module) or "refused" (a function the registry does not hold).
     """
-    from xlabench.xla.pool import CompilerFailure
     from xlabench.xla.releases import UnsupportedCompiler
+    from xlabench.xla.worker_process import CompilerFailure
 
+    registry: dict[str, Callable[..., Any]] = {}
+    unsupported = None
     try:
-        from xlabench.xla import compiler
+        from xlabench.xla.compiler import REGISTRY as registry
     except UnsupportedCompiler as error:
-        compiler, unsupported = None, str(error)
+        unsupported = str(error)
     except Exception as error:  # a jaxlib whose jax or internals do not import: an install, not a module
         first = (str(error).strip().splitlines() or [""])[0]
-        compiler, unsupported = (
-            None,
-            f"this Python cannot import the compiler: {type(error).__name__}: {first}",
-        )
+        unsupported = f"this Python cannot import the compiler: {type(error).__name__}: {first}"
 
     while True:
         try:
             request_id, function_name, arguments = connection.recv()
         except (EOFError, OSError, KeyboardInterrupt):
             return
-        if compiler is None:
+        if unsupported is not None:
             connection.send((request_id, "unsupported", unsupported))
             continue
+        function = registry.get(function_name)
+        if function is None:
+            known = ", ".join(sorted(registry))
+            connection.send(
+                (request_id, "refused", f"no compiler function {function_name!r} (known: {known})")
+            )
+            continue
         try:
-            reply = (request_id, "ok", getattr(compiler, function_name)(**arguments))
+            reply = (request_id, "ok", function(**arguments))
         except CompilerFailure as failure:
             reply = (request_id, "failure", str(failure))
         except UnsupportedCompiler as error:  # this jaxlib's API, not the module (`adapter._entry_point`)

@@ -1,11 +1,13 @@
 """The one place that touches jaxlib internals: the few entry points xlabench needs, per release.
 
-Imported only inside compiler worker processes (`xlabench.xla.compiler`). jaxlib moves its
-internals between releases (0.10.2 moved the HLO bindings from `_jax` to `xla_client.hlo` and added
-`HloComputation.instructions`); each entry point here is looked up by what the release has, and
+Imported only inside compiler worker processes (by the modules `xlabench.xla.compiler` registers).
+jaxlib moves its internals between releases (0.10.2 moved the HLO bindings from `_jax` to
+`xla_client.hlo` and added `HloComputation.instructions`): where each release keeps what xlabench
+calls is settled in one module, `bindings`, and the entry points here use only what it found;
 everything xlabench reads of a module is read from its printed text, which is stable. A release
 outside `SUPPORTED_JAXLIB`, or one that lacks an entry point, is refused at import with one line
-(`UnsupportedCompiler`): an API difference is never mistaken for a bad module.
+(`UnsupportedCompiler`): an API difference is never mistaken for a bad module. JAX's public API
+lowers the probe module that shows the pipeline (`probe`).
 """
 
 from __future__ import annotations
@@ -16,30 +18,29 @@ from typing import Any, TypeVar
 
 import jaxlib
 
-from xlabench.xla.releases import UnsupportedCompiler, check_supported
+from xlabench.xla.adapter.bindings import hlo, jax_bindings, mlir, xla_client
+from xlabench.xla.adapter.probe import probe_module_text
+from xlabench.xla.releases import UnsupportedCompiler
 
-check_supported(jaxlib.__version__)  # before jax's internals are touched
-
-from jax._src.lib import _jax, xla_client  # noqa: E402
-
-# HLO bindings: `xla_client.hlo` from 0.10.2 on, `_jax` itself before.
-_hlo = getattr(xla_client, "hlo", None) or _jax
-_mlir = getattr(_jax, "mlir", None) or getattr(getattr(xla_client, "_xla", None), "mlir", None)
-_REQUIRED = {
-    "HloPrintOptions": _hlo,
-    "hlo_module_from_text": _hlo,
-    "hlo_module_cost_analysis": _jax,
-    "hlo_to_stablehlo": _mlir,
-    "mlir_module_to_xla_computation": _mlir,
-    "CompileOptions": xla_client,
-    "DeviceList": xla_client,
-}
-_missing = [name for name, namespace in _REQUIRED.items() if not hasattr(namespace, name)]
-if _missing:
-    raise UnsupportedCompiler(
-        f"jaxlib {jaxlib.__version__} lacks what xlabench's adapter uses ({', '.join(_missing)})"
-    )
-
+__all__ = [
+    "client",
+    "compile_stablehlo",
+    "cost_analysis",
+    "deserialize_executable",
+    "execute",
+    "from_stablehlo",
+    "jaxlib_version",
+    "module_from_proto",
+    "module_name",
+    "module_text",
+    "optimized_module",
+    "parse_module",
+    "print_options",
+    "probe_module_text",
+    "put_on_device",
+    "serialize_executable",
+    "to_stablehlo",
+]
 
 _Function = TypeVar("_Function", bound=Callable[..., Any])
 
@@ -82,7 +83,7 @@ def client() -> Any:
 @_entry_point
 def print_options(large_constants: bool = True) -> Any:
     """Print options for a lossless, re-parsable module without metadata."""
-    options = _hlo.HloPrintOptions()
+    options = hlo.HloPrintOptions()
     options.print_metadata = False
     options.print_large_constants = large_constants
     return options
@@ -91,7 +92,7 @@ def print_options(large_constants: bool = True) -> Any:
 @_entry_point
 def parse_module(text: str) -> Any:
     """XLA's HloModule of HLO text (raises jaxlib's error on malformed text)."""
-    return _hlo.hlo_module_from_text(text)
+    return hlo.hlo_module_from_text(text)
 
 
 @_entry_point
@@ -115,13 +116,13 @@ def module_text(module: Any, options: Any) -> str:
 @_entry_point
 def to_stablehlo(module: Any) -> Any:
     """The module exported to StableHLO, as every compile starts."""
-    return _mlir.hlo_to_stablehlo(module.as_serialized_hlo_module_proto())
+    return mlir.hlo_to_stablehlo(module.as_serialized_hlo_module_proto())
 
 
 @_entry_point
 def from_stablehlo(stablehlo: Any) -> Any:
     """A StableHLO module imported back into an HloModule."""
-    computation = _mlir.mlir_module_to_xla_computation(stablehlo, use_tuple_args=False, return_tuple=False)
+    computation = mlir.mlir_module_to_xla_computation(stablehlo, use_tuple_args=False, return_tuple=False)
     return computation.get_hlo_module()
 
 
@@ -141,7 +142,7 @@ def compile_stablehlo(stablehlo: Any, overrides: dict[str, Any]) -> Any:
 @_entry_point
 def cost_analysis(module: Any) -> dict[str, float]:
     """XLA's HloCostAnalysis properties of the module."""
-    return dict(_jax.hlo_module_cost_analysis(client(), module))
+    return dict(jax_bindings.hlo_module_cost_analysis(client(), module))
 
 
 @_entry_point
