@@ -6,6 +6,8 @@ Every import counts, those inside functions included, so no cycle hides in a fun
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import xlabench
@@ -79,3 +81,17 @@ def test_the_contract_catches_an_upward_import(tmp_path, monkeypatch):
         assert "xla/probe.py:2: xla imports graphs" in str(error)
     else:
         raise AssertionError("an upward import inside a function went unnoticed")
+
+
+def test_the_command_line_starts_without_the_heavy_dependencies():
+    """`xlabench --help` stays fast: the CLI and its parser load no torch, jax, matplotlib or SB3."""
+    script = (
+        "import sys\n"
+        "import xlabench.cli\n"
+        "xlabench.cli.build_parser()\n"
+        "heavy = ('torch', 'jax', 'jaxlib', 'matplotlib', 'stable_baselines3', 'sb3_contrib', 'ray')\n"
+        "print(' '.join(name for name in heavy if name in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "", f"the CLI imports {result.stdout.strip()} at startup"

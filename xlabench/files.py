@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -38,7 +40,6 @@ def checkout_directory() -> Path | None:
 
 def png_bytes(figure: Any, dpi: int = 110) -> bytes:
     """A matplotlib figure as PNG bytes (tight bounding box); the figure is closed."""
-    import io
 
     import matplotlib.pyplot as plt
 
@@ -50,7 +51,6 @@ def png_bytes(figure: Any, dpi: int = 110) -> bytes:
 
 def json_bytes(document: Any, sort_keys: bool = False) -> bytes:
     """`document` as the JSON every xlabench file holds: indented by one, with a final newline."""
-    import json
 
     return (json.dumps(document, indent=1, sort_keys=sort_keys) + "\n").encode()
 

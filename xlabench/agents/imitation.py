@@ -33,8 +33,10 @@ from xlabench.agents.expert import (
     with_single_runs,
     with_tries,
 )
+from xlabench.env import PassOrderingEnv
 from xlabench.env.config import EnvironmentConfig
 from xlabench.errors import CompilerError
+from xlabench.graphs import resolve_graphs
 from xlabench.xla import PassDriver
 from xlabench.xla.catalogue import base_pass
 
@@ -207,7 +209,6 @@ def aggregate(
 
 
 def _select(graphs: str, per_family: int | None) -> list[Any]:
-    from xlabench.graphs import resolve_graphs
 
     selected = sorted(resolve_graphs(graphs), key=lambda graph: (graph.family, graph.instruction_count))
     if per_family is not None:
@@ -219,7 +220,6 @@ def _select(graphs: str, per_family: int | None) -> list[Any]:
 
 
 def _environment(graphs: list[Any], environment: EnvironmentConfig, driver: PassDriver) -> Any:
-    from xlabench.env import PassOrderingEnv
 
     return PassOrderingEnv(graphs=graphs, driver=driver, **environment.to_json())
 

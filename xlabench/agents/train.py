@@ -24,6 +24,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib.metadata import version
 from typing import Any
 
 import gymnasium
@@ -38,7 +39,15 @@ from xlabench.agents.config import (
     WarmStartConfig,
     hyperparameters_of,
 )
+from xlabench.agents.imitation import aggregate, behaviour_cloning, demonstrations
+from xlabench.agents.wrappers import CostShaping
+from xlabench.cluster import connect
+from xlabench.env import PassOrderingEnv
 from xlabench.env.config import EnvironmentConfig
+from xlabench.env.pass_ordering import observation_space
+from xlabench.policies.artifact import observation_spec
+from xlabench.xla import PassDriver, default_driver
+from xlabench.xla.pool import CompilerPool
 
 # The environment every algorithm trains in and the warm start before it: the shipped configuration.
 ENVIRONMENT = EnvironmentConfig()
@@ -72,10 +81,6 @@ class TrainingRun:
 
     def metadata(self, name: str, driver: Any) -> dict[str, Any]:
         """A policy artifact's metadata for this run (`xlabench.policies.artifact.save` adds the rest)."""
-        from importlib.metadata import version
-
-        from xlabench.env.pass_ordering import observation_space
-        from xlabench.policies.artifact import observation_spec
 
         catalogue = json.dumps(driver.catalogue.to_dict(), sort_keys=True).encode()
         return {
@@ -129,11 +134,7 @@ def make_environment(
             signal.signal(signal.SIGINT, signal.SIG_IGN)
 
         from xlabench.agents.masking import MaskInObservation
-        from xlabench.agents.wrappers import CostShaping
-        from xlabench.env import PassOrderingEnv
         from xlabench.policies.networks import MASKABLE
-        from xlabench.xla import PassDriver
-        from xlabench.xla.pool import CompilerPool
 
         env: gymnasium.Env = PassOrderingEnv(
             graphs=graphs, driver=PassDriver(pool=CompilerPool(size=1)), **environment.to_json()
@@ -241,7 +242,6 @@ def train(
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
     from xlabench.policies.networks import MASKABLE
-    from xlabench.xla import default_driver
 
     torch.set_num_threads(TORCH_THREADS)
     own_process = environments > 1 and ray_address is None
@@ -259,7 +259,6 @@ def train(
     ]
     if ray_address is not None:
         from xlabench.agents.ray_vec_env import RayVecEnv
-        from xlabench.cluster import connect
 
         vector: Any = RayVecEnv(factories, connect(ray_address))
     else:
@@ -337,9 +336,6 @@ def _warm_start(
     config: WarmStartConfig,
 ) -> dict[str, Any]:
     """Behaviour cloning of XLA's effective order, then DAgger (`xlabench.agents.imitation`)."""
-    from xlabench.agents.imitation import aggregate, behaviour_cloning, demonstrations
-    from xlabench.xla import PassDriver
-    from xlabench.xla.pool import CompilerPool
 
     started = time.perf_counter()
     cloning = {

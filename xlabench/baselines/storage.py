@@ -14,6 +14,7 @@ how a jaxlib bump is gated -- with another jaxlib.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -59,7 +60,6 @@ def machine() -> dict[str, Any]:
 
 
 def _sha256(data: bytes) -> str:
-    import hashlib
 
     return hashlib.sha256(data).hexdigest()
 

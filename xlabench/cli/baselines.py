@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import statistics
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +19,17 @@ from xlabench.baselines.compare import (
     summary,
     text_table,
 )
+from xlabench.baselines.search import SEARCH_DIR, load_search_baselines, search_table
+from xlabench.baselines.storage import load, previous_versions, write
 from xlabench.errors import UserInputError
+from xlabench.eval.evaluate import evaluate_graphs
+from xlabench.files import write_atomically
+from xlabench.graphs import resolve_graphs
+from xlabench.policies.artifact import graph_scope, policies_directory, policy_names
+from xlabench.policies.policy import load_policy
+from xlabench.xla import PassDriver
+from xlabench.xla.compilers import resolve_compiler
+from xlabench.xla.pool import CompilerPool
 
 if TYPE_CHECKING:  # `xlabench --help` stays quick: the evaluation is imported when a command runs
     from xlabench.baselines.records import PreviousVersion
@@ -80,8 +91,6 @@ def register(subparsers: Any) -> None:
 
 def run_search(args: argparse.Namespace) -> int:
     """Print geomean vs_default of every stored strategy x budget x split."""
-    from xlabench.baselines.search import SEARCH_DIR, load_search_baselines, search_table
-    from xlabench.errors import UserInputError
 
     root = args.root or SEARCH_DIR
     baselines = load_search_baselines(root)
@@ -92,7 +101,6 @@ def run_search(args: argparse.Namespace) -> int:
 
 
 def _policies(references: list[str] | None) -> list[str]:
-    from xlabench.policies.artifact import policies_directory, policy_names
 
     chosen = references or policy_names()
     if not chosen:
@@ -105,12 +113,6 @@ def _measure(
 ) -> tuple[Any, list[EvaluationRow]]:
     """Load a policy and evaluate it on the graphs, runtimes included (`measurements` times: see
     `median_rows`)."""
-    from xlabench.eval.evaluate import evaluate_graphs
-    from xlabench.graphs import resolve_graphs
-    from xlabench.policies.artifact import graph_scope
-    from xlabench.policies.policy import load_policy
-    from xlabench.xla import PassDriver
-    from xlabench.xla.pool import CompilerPool
 
     pool = CompilerPool(size=max(1, args.workers))
     try:
@@ -145,7 +147,6 @@ def median_rows(runs: list[list[EvaluationRow]]) -> list[EvaluationRow]:
     """One row a graph from several evaluations of the same graphs: the median runtime ratio, every
     ratio measured kept (`runtime_ratios`). Op counts and sequences are deterministic: a graph whose
     measurements disagree on them, or failed in any, becomes an error row (not stored)."""
-    import statistics
 
     rows = []
     for measured in zip(*runs, strict=True):
@@ -167,7 +168,6 @@ def median_rows(runs: list[list[EvaluationRow]]) -> list[EvaluationRow]:
 def run_update(args: argparse.Namespace) -> int:
     """Measure each policy on the graphs and store its baselines; graphs that failed are named. For a
     new policy version, show per graph how it compares with the version stored before."""
-    from xlabench.baselines.storage import previous_versions, write
 
     if args.measurements < 1:
         raise UserInputError(f"--measurements must be at least 1, got {args.measurements}")
@@ -209,7 +209,6 @@ def _show_against_previous(label: str, before: dict[str, PreviousVersion], rows:
 
 def _compiler_version() -> str:
     """The jaxlib release this run compiles with (--compiler, $XLABENCH_COMPILER, or the installed one)."""
-    from xlabench.xla.compilers import resolve_compiler
 
     return resolve_compiler().version
 
@@ -218,8 +217,6 @@ def run_diff(args: argparse.Namespace) -> int:
     """Per graph, stored -> now for op count and runtime ratio; exit 1 when an op count grew, a graph
     failed or has no baseline. Baselines made with another jaxlib are compared on purpose: that is how a
     compiler change (`--compiler VERSION`) is judged."""
-    from xlabench.baselines.storage import load
-    from xlabench.files import write_atomically
 
     regressions, report = 0, []
     for reference in _policies(args.policy):

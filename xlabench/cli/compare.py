@@ -6,6 +6,7 @@ import argparse
 import os
 from typing import Any
 
+from xlabench.agents.seeds import performance_profiles_figure
 from xlabench.eval import compare
 from xlabench.files import write_atomically
 
@@ -32,7 +33,6 @@ def register(subparsers: Any) -> None:
 
 def run_compare(args: argparse.Namespace) -> int:
     """Load every result, write report.md, report.png (training_curves.png), print the table."""
-    from xlabench.agents.seeds import performance_profiles_figure
 
     documents = compare.load_results(args.results)
     seed_runs = [

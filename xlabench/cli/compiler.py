@@ -10,8 +10,11 @@ import time
 from typing import Any
 
 from xlabench.errors import CompilerError, UserInputError
+from xlabench.graphs import resolve_graphs
+from xlabench.xla.catalogue import ACTION_SETS, load_catalogue
 from xlabench.xla.compilers import add_compiler, installed_compiler, managed_compilers, remove_compiler
 from xlabench.xla.driver import default_driver
+from xlabench.xla.execute import judge_sequence
 from xlabench.xla.module import HloModule
 from xlabench.xla.releases import supported_range
 
@@ -107,7 +110,6 @@ def load_module(spec: str) -> HloModule:
     looks_like_path = os.sep in spec or spec.endswith((".hlo", ".txt")) or os.path.exists(spec)
     if looks_like_path:
         return HloModule.from_file(spec)
-    from xlabench.graphs import resolve_graphs
 
     graphs = resolve_graphs(spec)
     if len(graphs) != 1:
@@ -118,7 +120,6 @@ def load_module(spec: str) -> HloModule:
 
 def run_passes(args: argparse.Namespace) -> int:
     """Print the pass catalogue."""
-    from xlabench.xla.catalogue import ACTION_SETS, load_catalogue
 
     catalogue = load_catalogue(refresh=args.refresh)
     action_sets = {name: catalogue.action_passes(name) for name in ACTION_SETS}
@@ -232,8 +233,6 @@ def run_apply(args: argparse.Namespace) -> int:
         print(f"xlabench: error: {failure}; nothing written to {output}", file=sys.stderr)
         return 1
     if args.check_outputs:
-        from xlabench.xla.execute import judge_sequence
-
         verdict, _ = judge_sequence(
             module, current, args.passes, args.input_seed, driver, non_negative=not args.signed_inputs
         )

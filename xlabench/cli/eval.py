@@ -11,9 +11,13 @@ from xlabench.eval.evaluate import DEFAULT_POLICY, evaluate_graphs, resolve_stra
 from xlabench.eval.records import BELOW, LEFT_UNOPTIMIZED, EvaluationRow, Summary, summarize, worst_text
 from xlabench.eval.report import write_report
 from xlabench.files import write_json
+from xlabench.graphs import resolve_graphs
 from xlabench.policies.guided import DEFAULT_GUIDED_BUDGET
+from xlabench.policies.policy import load_policy
 from xlabench.search.strategies import DEFAULT_BUDGET, DEFAULT_MAX_LENGTH
+from xlabench.xla import PassDriver
 from xlabench.xla.catalogue import ACTION_SETS, DEFAULT_ACTION_SET
+from xlabench.xla.pool import CompilerPool
 
 
 def register(subparsers: Any) -> None:
@@ -64,10 +68,6 @@ def register(subparsers: Any) -> None:
 
 def run_eval(args: argparse.Namespace) -> int:
     """Evaluate every graph of the SPEC in parallel; print the table, write JSON and report on success."""
-    from xlabench.graphs import resolve_graphs
-    from xlabench.policies.policy import load_policy
-    from xlabench.xla import PassDriver
-    from xlabench.xla.pool import CompilerPool
 
     strategy = resolve_strategy(args.policy)
     graphs = resolve_graphs(args.graphs)

@@ -5,6 +5,18 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from xlabench.policies.artifact import (
+    how_made,
+    policies_directory,
+    policy_names,
+    read_metadata,
+    resolve,
+    summary_line,
+    versions,
+)
+from xlabench.policies.policy import describe, load_policy
+from xlabench.xla import default_driver
+
 
 def register(subparsers: Any) -> None:
     """Add the `policies` subcommand."""
@@ -24,14 +36,6 @@ def register(subparsers: Any) -> None:
 
 def run_list(args: argparse.Namespace) -> int:
     """One line per policy: its latest version's summary and how many versions exist."""
-    from xlabench.policies.artifact import (
-        policies_directory,
-        policy_names,
-        read_metadata,
-        resolve,
-        summary_line,
-        versions,
-    )
 
     names = policy_names()
     if not names:
@@ -47,7 +51,6 @@ def run_list(args: argparse.Namespace) -> int:
 
 def markdown_table(documents: list[dict[str, Any]]) -> str:
     """Shipped versions as a Markdown table, from their metadata: made how, on what, geomean per split."""
-    from xlabench.policies.artifact import how_made
 
     splits = sorted({split for document in documents for split in document.get("eval", {})})
     header = ["version", "made", "created", "trained on", "steps", "selected on", *splits]
@@ -70,8 +73,6 @@ def markdown_table(documents: list[dict[str, Any]]) -> str:
 
 def run_show(args: argparse.Namespace) -> int:
     """A version's metadata, after loading it the way `xlabench eval` does (checksum, spaces)."""
-    from xlabench.policies.policy import describe, load_policy
-    from xlabench.xla import default_driver
 
     policy = load_policy(args.policy, default_driver())
     print(describe(policy.artifact.metadata))

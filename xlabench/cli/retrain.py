@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from xlabench.agents.config import ALGORITHMS, AlgorithmConfig
+from xlabench.agents.config import ALGORITHMS, AlgorithmConfig, hyperparameters_of
+from xlabench.agents.seeds import SeedScores, curves_figure, parse_seeds, statistics
+from xlabench.errors import UserInputError
+from xlabench.eval.evaluate import evaluate_graphs
+from xlabench.eval.records import summarize
+from xlabench.graphs import resolve_graphs
+from xlabench.policies.artifact import Artifact, check_name, save, seed_statistics_line
+from xlabench.policies.policy import Policy
+from xlabench.xla import PassDriver
+from xlabench.xla.pool import CompilerPool
 
 if TYPE_CHECKING:  # `xlabench --help` stays quick: the evaluation is imported when retrain runs
     from xlabench.eval.records import EvaluationRow, Summary
@@ -72,10 +82,6 @@ def register(subparsers: Any) -> None:
 def parse_hyperparameters(algorithm: str, pairs: list[str]) -> AlgorithmConfig:
     """`algorithm`'s hyperparameters with `--set KEY=VALUE` pairs applied (values read as JSON: 0.01,
     64, null, true)."""
-    import json
-
-    from xlabench.agents.config import hyperparameters_of
-    from xlabench.errors import UserInputError
 
     overrides: dict[str, Any] = {}
     for pair in pairs:
@@ -102,15 +108,7 @@ def run_retrain(args: argparse.Namespace) -> int:
     (op counts, and outputs executed and judged against XLA's default: `judge_outputs`), then save
     atomically -- unless some graph's outputs are numerically worse than the default's: then nothing is
     written."""
-    from xlabench.agents.seeds import curves_figure, parse_seeds, statistics
     from xlabench.agents.train import ENVIRONMENT, WARM_START, train
-    from xlabench.errors import UserInputError
-    from xlabench.eval.evaluate import evaluate_graphs
-    from xlabench.eval.records import summarize
-    from xlabench.graphs import resolve_graphs
-    from xlabench.policies.artifact import check_name, save, seed_statistics_line
-    from xlabench.xla import PassDriver
-    from xlabench.xla.pool import CompilerPool
 
     check_name(args.name)  # before hours of training, not after
     if args.steps < 0 or (args.steps == 0 and args.warm_start == "none"):
@@ -203,17 +201,12 @@ def run_retrain(args: argparse.Namespace) -> int:
 
 def _policy(metadata: dict[str, Any], tensors: dict[str, Any]) -> Any:
     """A policy held in memory, as it will be stored."""
-    from xlabench.policies.artifact import Artifact
-    from xlabench.policies.policy import Policy
 
     return Policy(Artifact(Path("(in memory)"), metadata, tensors))
 
 
 def _seed_scores(run: Any, args: argparse.Namespace, driver: Any, graphs: list[Any]) -> Any:
     """One seed's policy and warm start rolled out on the selection graphs (op counts)."""
-    from xlabench.agents.seeds import SeedScores
-    from xlabench.errors import UserInputError
-    from xlabench.eval.evaluate import evaluate_graphs
 
     metadata = run.metadata(args.name, driver)
     judged = {}

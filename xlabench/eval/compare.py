@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from xlabench.agents.seeds import SeedScores
+from xlabench.agents.seeds import SeedScores, probability_of_improvement, statistics
 from xlabench.errors import UserInputError
 from xlabench.eval.records import BELOW, EvaluationRow, figure, summarize, worst_text
 from xlabench.files import png_bytes
@@ -96,7 +96,6 @@ def load_seed_runs(path: str) -> SeedRuns | None:
 
 def seeds_markdown(runs: list[SeedRuns]) -> list[str]:
     """Per selection split: each version's seeds compared with rliable (intervals over seeds and graphs)."""
-    from xlabench.agents.seeds import probability_of_improvement, statistics
 
     def interval(part: dict[str, float]) -> str:
         return f"{part['estimate']:.4f} [{part['low']:.4f}, {part['high']:.4f}]"

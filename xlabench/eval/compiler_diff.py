@@ -24,6 +24,7 @@ from xlabench.eval.evaluate import evaluate_graph
 from xlabench.eval.records import EvaluationRow
 from xlabench.files import png_bytes, write_atomically
 from xlabench.graphs import Graph
+from xlabench.policies.policy import load_policy
 from xlabench.xla import PassDriver
 from xlabench.xla.attribution import Attribution, attribute_default, attribute_sequence
 from xlabench.xla.compilers import Compiler
@@ -259,8 +260,6 @@ def run_compiler_diff(
 ) -> CompilerDiff:
     """Diff every graph on two compilers, `workers` graphs at a time (largest first)."""
     from tqdm import tqdm
-
-    from xlabench.policies.policy import load_policy
 
     pools = [CompilerPool(size=max(1, workers), compiler=compiler) for compiler in (base, head)]
     try:

@@ -9,21 +9,27 @@ executable, timed in turn in one worker after every output buffer was compared.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
+import tempfile
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
+from xlabench.cluster import connect
 from xlabench.errors import CompilerError, UserInputError
 from xlabench.eval.checkpoint import Checkpoint
 from xlabench.eval.records import BothExecutables, EvaluationRow
 from xlabench.graphs import Graph
+from xlabench.policies.artifact import Artifact, policy_names
 from xlabench.policies.guided import guided_search
-from xlabench.policies.policy import rollout
+from xlabench.policies.policy import Policy, rollout
 from xlabench.search import STRATEGIES, SearchResult
 from xlabench.xla import PassDriver
 from xlabench.xla.execute import execute_against_default, judge_outputs, random_inputs
+from xlabench.xla.pool import CompilerPool
 
 SEARCH_PREFIX = "search:"
 DEFAULT_POLICY = "general"
@@ -33,7 +39,6 @@ SEARCH_STRATEGIES = ("random", "greedy", "beam", "local", "guided")
 def resolve_strategy(policy: str | None) -> str:
     """The strategy a --policy value names: a search (`search:beam`), `replay`, or `policy` -- a
     trained policy's name, NAME@vX.Y or version directory (default: the shipped general policy)."""
-    from xlabench.policies.artifact import policy_names
 
     choices = ", ".join([*(SEARCH_PREFIX + name for name in SEARCH_STRATEGIES), "replay"])
     if policy is None:
@@ -205,7 +210,6 @@ def _evaluate_on_ray(
     checkpoint: Checkpoint | None,
 ) -> list[EvaluationRow]:
     """One Ray task per graph; a policy travels as its metadata and tensors, not as an object."""
-    from xlabench.cluster import connect
 
     ray = connect(address)
     shipped = dict(options)
@@ -237,13 +241,6 @@ def _evaluate_graph_task(
     graph: Graph, text: str, strategy: str, options: dict[str, Any], runtime: bool, repeats: int
 ) -> EvaluationRow:
     """`evaluate_graph` on a Ray worker, from the graph's text, with a compiler pool of its own."""
-    import dataclasses
-    import tempfile
-    from pathlib import Path
-
-    from xlabench.policies.artifact import Artifact
-    from xlabench.policies.policy import Policy
-    from xlabench.xla.pool import CompilerPool
 
     options = dict(options)
     if "artifact" in options:

@@ -25,13 +25,13 @@ from xlabench.interactive.protocol import (
     write_all,
 )
 from xlabench.interactive.serve import DEFAULT_TIMEOUT
+from xlabench.policies.policy import load_policy
+from xlabench.xla import default_driver
 
 
 def advise(policy_name: str, channel_base: str, command: list[str], timeout: float = DEFAULT_TIMEOUT) -> int:
     """Start the compiler `command`, advise it with the policy until it closes its channel; its exit
     code. Features the policy cannot take, or a compiler that stopped listening: UserInputError."""
-    from xlabench.policies.policy import load_policy
-    from xlabench.xla import default_driver
 
     if not command:
         raise UserInputError("advise needs the compiler to start: xlabench advise ... -- COMMAND ...")

@@ -16,8 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from xlabench.env import PassOrderingEnv
 from xlabench.env.config import EnvironmentConfig
 from xlabench.errors import UserInputError
+from xlabench.graphs import resolve_graphs
 from xlabench.interactive.protocol import (
     ChannelClosed,
     Reader,
@@ -27,6 +29,7 @@ from xlabench.interactive.protocol import (
     open_fifo,
     write_all,
 )
+from xlabench.xla import default_driver
 
 DEFAULT_TIMEOUT = 300.0
 # The environment of the shipped policies: served with these settings, a policy's advice gives the
@@ -68,9 +71,6 @@ def serve_episode(
 ) -> EpisodeResult:
     """Serve one episode on one graph to the host at `channel_base`; bad advice or a host gone raise
     UserInputError (one line)."""
-    from xlabench.env import PassOrderingEnv
-    from xlabench.graphs import resolve_graphs
-    from xlabench.xla import default_driver
 
     graphs = resolve_graphs(graph_spec)
     if len(graphs) != 1:

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import math
 import statistics
+import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xlabench.baselines.compare import MIN_RUN_SECONDS, Tolerances
+from xlabench.errors import UserInputError
+from xlabench.eval.evaluate import evaluate_graph
 
 if TYPE_CHECKING:  # the plugin loads with every pytest run: the compiler side is imported when used
     from xlabench.baselines.records import BaselineEntry
@@ -158,7 +161,6 @@ def measure(
     driver: PassDriver, graph: Graph, policy: Policy, repeats: int, min_run_seconds: float = MIN_RUN_SECONDS
 ) -> EvaluationRow:
     """One `xlabench eval` row for the graph and policy, every timed run kept."""
-    from xlabench.eval.evaluate import evaluate_graph
 
     return evaluate_graph(
         driver,
@@ -208,9 +210,6 @@ class KnownGap:
 
 def load_known_gaps(path: Path) -> list[KnownGap]:
     """The gaps listed in a known-gaps.toml (none when the file does not exist); bad entries: one line."""
-    import tomllib
-
-    from xlabench.errors import UserInputError
 
     if not path.exists():
         return []

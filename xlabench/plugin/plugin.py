@@ -18,8 +18,36 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from xlabench.baselines.compare import MIN_RUN_SECONDS, Tolerances
+from xlabench.baselines.storage import baselines_directory, load
+from xlabench.errors import CompilerError, UserInputError
+from xlabench.eval.records import figure
+from xlabench.files import write_json
+from xlabench.graphs import resolve_graphs
 from xlabench.plugin.benchmarks import Benchmarks
-from xlabench.plugin.gates import GEOMEAN_MIN_GATES
+from xlabench.plugin.gates import (
+    GEOMEAN_MIN_GATES,
+    KNOWN_GAPS_FILE,
+    Verdict,
+    judge,
+    judge_geomean,
+    load_known_gaps,
+    measure,
+    runtime_geomean,
+    runtime_judged,
+    split_known,
+)
+from xlabench.policies.artifact import (
+    graph_scope,
+    policies_directory,
+    policy_names,
+    read_metadata,
+    resolve,
+)
+from xlabench.policies.policy import load_policy
+from xlabench.xla import PassDriver
+from xlabench.xla.attribution import attribute_default, attribute_sequence
+from xlabench.xla.compilers import resolve_compiler
+from xlabench.xla.pool import CompilerPool
 
 if TYPE_CHECKING:
     from xlabench.baselines.records import BaselineEntry
@@ -225,19 +253,13 @@ def _directory_option(config: pytest.Config, name: str) -> Path | None:
 def _check_given_options(config: pytest.Config, settings: Settings) -> None:
     """A mistyped graph SPEC, policy or pass stops pytest at once with one line (only options given:
     a plain `pytest` in a project without policies must not fail for the plugin being installed)."""
-    from xlabench.errors import UserInputError
 
     try:
         if settings.compiler:
-            from xlabench.xla.compilers import resolve_compiler
-
             resolve_compiler(settings.compiler)
         if settings.policies or settings.graphs_given:
             suite_cases(settings)
         if settings.disabled_passes:
-            from xlabench.xla import PassDriver
-            from xlabench.xla.compilers import resolve_compiler
-
             PassDriver(
                 use_cache=False,
                 disabled_passes=settings.disabled_passes,
@@ -250,15 +272,6 @@ def _check_given_options(config: pytest.Config, settings: Settings) -> None:
 def suite_cases(settings: Settings) -> list[Case]:
     """Graphs x policies (given, or the latest of each under policies/). Without `--xlabench-graphs`,
     each policy is judged on its scope (`graph_scope`): a policy trained on one family, on that family."""
-    from xlabench.errors import UserInputError
-    from xlabench.graphs import resolve_graphs
-    from xlabench.policies.artifact import (
-        graph_scope,
-        policies_directory,
-        policy_names,
-        read_metadata,
-        resolve,
-    )
 
     references = list(settings.policies) or policy_names()
     if not references:
@@ -275,7 +288,6 @@ def suite_cases(settings: Settings) -> list[Case]:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Parametrize `xlabench_case` over graphs x policies (ids name both), `xlabench_miscompile` over
     the stored reproducers of known miscompiles."""
-    from xlabench.errors import UserInputError
 
     if "xlabench_miscompile" in metafunc.fixturenames:
         from xlabench.plugin.semantics import known_miscompiles
@@ -344,9 +356,6 @@ class Judge:
     """Per process: one compiler driver, policies and baselines loaded once, a verdict per case."""
 
     def __init__(self, settings: Settings) -> None:
-        from xlabench.xla import PassDriver
-        from xlabench.xla.compilers import resolve_compiler
-        from xlabench.xla.pool import CompilerPool
 
         self.settings = settings
         # One compiler worker per pytest worker (-n auto fills the cores), of the compiler under test.
@@ -361,7 +370,6 @@ class Judge:
 
     def policy(self, reference: str) -> Any:
         """The verified policy (loaded once)."""
-        from xlabench.policies.policy import load_policy
 
         if reference not in self._policies:
             self._policies[reference] = load_policy(reference, self.driver)
@@ -369,7 +377,6 @@ class Judge:
 
     def baselines(self, policy: Any) -> Any:
         """The policy's stored baselines, or None; made with any jaxlib (judging a change is the point)."""
-        from xlabench.baselines.storage import load
 
         name = policy.artifact.metadata["name"]
         if name not in self._baselines:
@@ -380,8 +387,6 @@ class Judge:
 
     def in_scope(self, policy: Any, graph: str) -> bool:
         """Whether a suite graph is in the policy's scope (`graph_scope`), where a baseline is required."""
-        from xlabench.graphs import resolve_graphs
-        from xlabench.policies.artifact import graph_scope
 
         if policy.label not in self._scopes:
             scope = graph_scope(policy.artifact.metadata)
@@ -390,8 +395,6 @@ class Judge:
 
     def known_gaps(self) -> list[Any]:
         """The reviewed gaps of `known-gaps.toml` in the baselines directory (read once)."""
-        from xlabench.baselines.storage import baselines_directory
-        from xlabench.plugin.gates import KNOWN_GAPS_FILE, load_known_gaps
 
         if self._known_gaps is None:
             root = self.settings.baselines or baselines_directory()
@@ -400,11 +403,6 @@ class Judge:
 
     def changed_by(self, case: Case, row: EvaluationRow, baseline: BaselineEntry, jaxlib: str) -> str | None:
         """The pass that made R or D differ from the baseline's own compiler (when that one can run here)."""
-        from xlabench.errors import CompilerError, UserInputError
-        from xlabench.xla import PassDriver
-        from xlabench.xla.attribution import attribute_default, attribute_sequence
-        from xlabench.xla.compilers import resolve_compiler
-        from xlabench.xla.pool import CompilerPool
 
         if jaxlib == self.driver.jaxlib_version or self.driver.disabled_passes:
             return None
@@ -429,8 +427,6 @@ class Judge:
 
     def verdict(self, case: Case) -> Any:
         """Measure the case and judge it against XLA's default and the stored baseline."""
-        from xlabench.errors import UserInputError
-        from xlabench.plugin.gates import Verdict, judge, measure, runtime_judged, split_known
 
         if isinstance(case, UnusableSuite):
             pytest.fail(f"xlabench: {case.reason}", pytrace=False)
@@ -520,7 +516,6 @@ class SessionSummary:
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """The suite-wide runtime gate, over every verdict of the session: a failure fails the run."""
-        from xlabench.plugin.gates import judge_geomean, runtime_geomean
 
         if hasattr(self.config, "workerinput"):
             return
@@ -542,7 +537,6 @@ class SessionSummary:
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """Graph, policy, op count and runtime ratio (baseline -> now), sorted by damage; the JSON report."""
-        from xlabench.plugin.gates import runtime_geomean
 
         if hasattr(self.config, "workerinput"):
             return
@@ -565,8 +559,6 @@ class SessionSummary:
             self.verdicts, key=lambda verdict: (-verdict["damage"], verdict["graph"], verdict["policy"])
         )
         if settings.report:
-            from xlabench.files import write_json
-
             document = {"disabled_passes": list(settings.disabled_passes), "results": verdicts}
             write_json(settings.report, document)
         if not verdicts:
@@ -617,7 +609,6 @@ class SessionSummary:
 
 def _summary_line(verdict: dict[str, Any]) -> str:
     """One verdict summary (`Verdict.summary`, as it travelled from a worker) as a line of the table."""
-    from xlabench.eval.records import figure
 
     ops = f"{figure(verdict['baseline_R'], 0)} -> {figure(verdict['R'], 0)}"
     if verdict["baseline_R"] and verdict["R"] is not None and verdict["R"] != verdict["baseline_R"]:

@@ -30,10 +30,12 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from xlabench.baselines.storage import BaselineError, baselines_directory
 from xlabench.errors import CompilerError
 from xlabench.graphs import Graph, resolve_graphs
 from xlabench.xla import PassDriver
 from xlabench.xla.cache import cache_directory
+from xlabench.xla.catalogue import base_pass
 from xlabench.xla.execute import judge_sequence, nan_share
 from xlabench.xla.module import HloModule
 from xlabench.xla.reproducers import write_reproducer
@@ -76,7 +78,6 @@ def pass_sequences(actions: list[str], min_size: int = 1, max_size: int = MAX_SE
 def covering_sequences(driver: PassDriver, actions: list[str], length: int = MAX_SEQUENCE) -> list[list[str]]:
     """Explicit examples that, together, run every action at least once: XLA's pipeline order, and a
     pass that requires another (`unmet_requirement`) gets it just before it when its chunk lacks it."""
-    from xlabench.xla.catalogue import base_pass
 
     catalogue = driver.catalogue
     ordered = sorted(actions, key=lambda action: catalogue.passes[base_pass(action)].position)
@@ -129,7 +130,6 @@ class KnownMiscompile:
 
 def known_miscompiles(baselines_root: Path | None = None) -> list[KnownMiscompile]:
     """The reproducers stored under `<baselines>/miscompiles/`; a damaged one is a one-line error."""
-    from xlabench.baselines.storage import BaselineError, baselines_directory
 
     root = (baselines_root or baselines_directory()) / MISCOMPILES_DIRECTORY
     known = []

@@ -13,13 +13,25 @@ executable's timed runs go to pytest-benchmark (`xlabench.plugin.benchmarks`), s
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 import pytest
 
 from xlabench.plugin.benchmarks import BENCHMARK_GROUP, PROPERTY_RUNS, BenchmarkRuns
-from xlabench.plugin.plugin import PROPERTY_COVERAGE, PROPERTY_VERDICT
-from xlabench.plugin.semantics import replay_miscompile
+from xlabench.plugin.plugin import PROPERTY_COVERAGE, PROPERTY_VERDICT, UnusableSuite
+from xlabench.plugin.semantics import (
+    INPUT_SEEDS,
+    SemanticsCheck,
+    action_passes,
+    covering_sequences,
+    database_directory,
+    known_miscompiles,
+    pass_sequences,
+    replay_miscompile,
+    semantics_graphs,
+)
+from xlabench.xla import PassDriver
 
 
 @pytest.mark.benchmark(group=BENCHMARK_GROUP)
@@ -63,17 +75,6 @@ def test_pass_sequences_preserve_outputs(
     from hypothesis import HealthCheck, Phase, assume, example, given, seed, settings
     from hypothesis import strategies as st
     from hypothesis.database import DirectoryBasedExampleDatabase
-
-    from xlabench.plugin.semantics import (
-        INPUT_SEEDS,
-        SemanticsCheck,
-        action_passes,
-        covering_sequences,
-        database_directory,
-        known_miscompiles,
-        pass_sequences,
-        semantics_graphs,
-    )
 
     driver = xlabench_judge.driver
     graphs = semantics_graphs(xlabench_settings.graphs)
@@ -125,8 +126,6 @@ def test_pass_sequences_preserve_outputs(
 def test_known_miscompile(xlabench_miscompile: Any, xlabench_judge: Any) -> None:
     """A stored miscompile still miscompiles on the jaxlib it is pinned to (an expected failure, reported
     with its reproducer), and is fixed on any other: there, outputs that still differ fail."""
-    from xlabench.plugin.plugin import UnusableSuite
-    from xlabench.xla import PassDriver
 
     known = xlabench_miscompile
     if isinstance(known, UnusableSuite):
@@ -152,6 +151,5 @@ def test_known_miscompile(xlabench_miscompile: Any, xlabench_judge: Any) -> None
 
 
 def _median(values: list[float]) -> float | None:
-    import statistics
 
     return statistics.median(values) if values else None

@@ -27,6 +27,8 @@ from typing import Any
 
 from xlabench.errors import UserInputError
 from xlabench.files import checkout_directory, write_atomically, write_json
+from xlabench.graphs import resolve_graphs
+from xlabench.graphs.suite import SPLITS
 
 FORMAT = 1
 WEIGHTS_FILE = "weights.safetensors"
@@ -239,8 +241,6 @@ def load(reference: str, spec: dict[str, list[int]], root: Path | None = None) -
 def graph_scope(metadata: dict[str, Any]) -> str:
     """The graphs a policy is judged on by default, as a SPEC: every graph for a policy trained on a
     whole split (`all`), else the families it was trained on (`train:gpt2` -> `gpt2`)."""
-    from xlabench.graphs import resolve_graphs
-    from xlabench.graphs.suite import SPLITS
 
     trained = str(metadata.get("training", {}).get("graphs") or "all")
     if trained == "all" or trained in SPLITS:

@@ -24,6 +24,8 @@ from xlabench.policies.artifact import (
     how_made,
     load,
     observation_spec,
+    read_metadata,
+    resolve,
     seed_statistics_line,
 )
 from xlabench.search import SearchResult
@@ -131,7 +133,6 @@ def load_policy(reference: str, driver: PassDriver, root: Path | None = None) ->
     line, is only what cannot be served: a corrupt file, or observations its network cannot take.
     """
     from xlabench.env.pass_ordering import observation_space
-    from xlabench.policies.artifact import read_metadata, resolve
 
     metadata = read_metadata(resolve(reference, root))
     spec = observation_spec(observation_space(len(metadata.get("actions") or [])))

@@ -29,6 +29,7 @@ from xlabench.files import write_json
 from xlabench.xla.build import build_identity
 from xlabench.xla.cache import cache_directory
 from xlabench.xla.releases import check_supported, parse_version
+from xlabench.xla.worker_process import Worker, WorkerDied, WorkerTimedOut
 
 COMPILER_VARIABLE = "XLABENCH_COMPILER"
 _RECORD = "compiler.json"  # written last: a folder without it is not a compiler
@@ -236,7 +237,6 @@ def _pip_install(python: str, packages: list[str], version: str, progress: Calla
 
 def _probe(python: str) -> str:
     """Start one worker under `python`; the jaxlib version it answers with."""
-    from xlabench.xla.worker_process import Worker, WorkerDied, WorkerTimedOut
 
     worker = Worker(python=python)
     try:

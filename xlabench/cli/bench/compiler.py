@@ -20,13 +20,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from xlabench.cli.compiler import load_module
 from xlabench.errors import CompilerError, UserInputError
 from xlabench.eval.records import WorstGraph, geomean, worst_text
+from xlabench.graphs import resolve_graphs
 from xlabench.xla.catalogue import ACTION_SETS, DEFAULT_ACTION_SET
 from xlabench.xla.driver import PassDriver
 from xlabench.xla.execute import compare_outputs, execute, random_inputs
 from xlabench.xla.module import HloModule
 from xlabench.xla.pool import CompilerPool
+from xlabench.xla.replay import replay_default_pipeline, trace_replay
 
 # (family, name fragment) the fuzz run draws from by default: gather/scatter training steps (GPT-2,
 # MoE, GNN), while loops from lax.scan (recurrent), conditionals and while loops (control_flow),
@@ -107,7 +110,6 @@ def register(bench_subparsers: Any) -> None:
 
 def default_benchmark_graph() -> str:
     """The graph benchmarks time by default: the suite's GPT-2 training step closest to 1,000 ops."""
-    from xlabench.graphs import resolve_graphs
 
     candidates = resolve_graphs("gpt2")  # every GPT-2 graph of the suite is a training step
     return min(candidates, key=lambda graph: abs(graph.instruction_count - 1000)).name
@@ -128,7 +130,6 @@ def time_each_pass(driver: PassDriver, module: HloModule, actions: list[str]) ->
 
 def run_driver_benchmark(args: argparse.Namespace) -> int:
     """Time apply_pass for every action pass against full compiles of the same module."""
-    from xlabench.cli.compiler import load_module
 
     module = load_module(args.graph or default_benchmark_graph())
     driver = PassDriver(use_cache=False)
@@ -213,7 +214,6 @@ class FuzzTally:
 
 
 def _fuzz_modules(specs: list[str]) -> list[HloModule]:
-    from xlabench.graphs import resolve_graphs
 
     graphs = [graph for spec in specs for graph in resolve_graphs(spec)] if specs else []
     if not specs:
@@ -447,7 +447,6 @@ class ReplayRow:
 def replay_graph(driver: PassDriver, graph: Any, trace: bool = False) -> ReplayRow:
     """D, the replay's fairly counted result and their ratio for one graph (with `trace`, where it
     parts from XLA's pipeline and the lines that show both side by side)."""
-    from xlabench.xla.replay import replay_default_pipeline, trace_replay
 
     started = time.perf_counter()
     row = ReplayRow(graph.name, graph.family)
@@ -563,7 +562,6 @@ def replay_summary(rows: list[ReplayRow]) -> ReplaySummary:
 
 def run_replay_benchmark(args: argparse.Namespace) -> int:
     """Replay XLA's default pipeline pass by pass on every graph of a SPEC; print D vs replay."""
-    from xlabench.graphs import resolve_graphs
 
     graphs = resolve_graphs(args.graphs)
     pool = CompilerPool(size=args.workers)
@@ -640,7 +638,6 @@ def run_standalone_benchmark(args: argparse.Namespace) -> int:
     is the measurement behind the catalogue's classes: a candidate with no error, crash or timeout
     on any suite graph is an action; one that fails is excluded with the reason shown here.
     """
-    from xlabench.graphs import resolve_graphs
 
     graphs = resolve_graphs(args.graphs)
     pool = CompilerPool(size=args.workers)

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from xlabench.cli.bench.compiler import default_benchmark_graph
+from xlabench.xla import PassDriver
 from xlabench.xla.catalogue import ACTION_SETS, DEFAULT_ACTION_SET
 
 
@@ -36,9 +38,7 @@ def run_env_benchmark(args: argparse.Namespace) -> int:
     Two environments step in lockstep on the same actions, each with its own driver: one counts
     every step (the default), one only at the episode's end (`count_every_step=False`).
     """
-    from xlabench.cli.bench.compiler import default_benchmark_graph
     from xlabench.env import PassOrderingEnv
-    from xlabench.xla import PassDriver
 
     graph = args.graph or default_benchmark_graph()
     counted, uncounted = (

@@ -24,6 +24,7 @@ from typing import Any
 from xlabench.cli.bench.compiler import time_each_pass
 from xlabench.errors import UserInputError
 from xlabench.files import write_atomically
+from xlabench.graphs.build import lower_program
 from xlabench.xla.catalogue import ACTION_SETS
 from xlabench.xla.driver import PassDriver
 
@@ -74,7 +75,6 @@ def register(bench_subparsers: Any) -> None:
 
 def lower_stack(layers: int) -> str:
     """HLO text of a GPT-2 forward pass with `layers` blocks (imports jax: run it in a subprocess)."""
-    from xlabench.graphs.build import lower_program
     from xlabench.models import gpt2
 
     program = gpt2.make_inference_program({**STACK_CONFIG, "layers": layers})
