@@ -152,17 +152,14 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         self.action_space = spaces.Discrete(len(self.actions) + 1)
         self.observation_space = observation_space(len(self.actions))
 
-        self._starts: dict[str, GraphStart] = {}
-        # (module fingerprint, action) pairs known to change nothing or to fail: masked.
-        self._useless: set[tuple[str, int]] = set()
+        self._starts = GraphStarts(self.driver, self.graphs, count_unoptimized=rewards)
+        self._known = NoOpMemory()
         self._start: GraphStart | None = None
         self._module: HloModule | None = None
         self._fair_count: int | None = 0
         self._steps = 0
         self._action_counts = np.zeros(len(self.actions), dtype=np.int64)
         self._sequence: list[str] = []
-        # (module fingerprint, base pass) this episode saw the pass leave unchanged.
-        self._unchanged: set[tuple[str, str]] = set()
 
     # -- gymnasium protocol -----------------------------------------------------------------------
 
@@ -176,7 +173,7 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
             name = self.graph_names[int(self.np_random.integers(len(self.graph_names)))]
         elif name not in self.graphs:
             raise UserInputError(f"{name}: not one of this environment's {len(self.graphs)} graphs")
-        self._start = self._graph_start(name)
+        self._start = self._starts.get(name)
         self._module = self._start.module
         self._fair_count = self._start.unoptimized_op_count
         self._reward_reference = (
@@ -185,7 +182,7 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         self._steps = 0
         self._action_counts[:] = 0
         self._sequence = []
-        self._unchanged = set()
+        self._known.new_episode()
         return self._observation(), self._info(pass_name=None, seconds=0.0, error=None)
 
     def step(self, action: int) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
@@ -223,18 +220,18 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         self._action_counts[action] += 1
         truncated = self._steps >= self.max_steps
         if error is not None:
-            self._useless.add((before.fingerprint, action))
+            self._known.useless.add((before.fingerprint, action))
             reward = -self.error_penalty + (self._count_reward() if truncated else 0.0)
         else:
             if after.fingerprint == before.fingerprint:
-                self._useless.add((before.fingerprint, action))
-                self._unchanged.add((before.fingerprint, base))
+                self._known.useless.add((before.fingerprint, action))
+                self._known.unchanged.add((before.fingerprint, base))
             elif pass_name.endswith(FIXED_POINT_SUFFIX) and self.driver.is_fixed_point(after, base):
                 # The run that ended the loop found nothing to do here: any variant of the pass is useless.
-                self._unchanged.add((after.fingerprint, base))
+                self._known.unchanged.add((after.fingerprint, base))
                 if self.mask_inapplicable:
                     variants = [index for index, name in enumerate(self.actions) if base_pass(name) == base]
-                    self._useless.update((after.fingerprint, index) for index in variants)
+                    self._known.useless.update((after.fingerprint, index) for index in variants)
             self._module = after
             self._sequence.append(pass_name)
             reward = self._count_reward() if self.count_every_step or truncated else 0.0
@@ -257,7 +254,7 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
             for action, name in enumerate(self.actions):
                 mask[action] = (
                     action not in self._missing
-                    and (self._module.fingerprint, action) not in self._useless
+                    and (self._module.fingerprint, action) not in self._known.useless
                     and catalogue.unmet_requirement(name, self._sequence) is None
                     and not (self.mask_inapplicable and inapplicable(name, histogram))
                 )
@@ -267,7 +264,7 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         """Whether running the pass is known to leave `module` as it is, so needs no compiler call."""
         if not self.skip_known_no_ops:
             return False
-        if (module.fingerprint, base_pass(pass_name)) in self._unchanged:
+        if (module.fingerprint, base_pass(pass_name)) in self._known.unchanged:
             return True
         return inapplicable(pass_name, self.driver.features(module).histogram)
 
@@ -325,41 +322,14 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
 
     def graph_start(self, name: str) -> GraphStart:
         """I, D, R0 and the raw module of one graph (computed once per environment)."""
-        return self._graph_start(name)
-
-    def _graph_start(self, name: str) -> GraphStart:
-        known = self._starts.get(name)
-        if known is None:
-            graph = self.graphs[name]
-            module = self.driver.load(graph.hlo_text(), graph.name)
-            features = self.driver.features(module)
-            known = GraphStart(
-                graph=graph,
-                module=module,
-                initial_op_count=features.op_count,
-                default_op_count=self.driver.features(self.driver.run_default_pipeline(module)).op_count,
-                unoptimized_op_count=self.driver.fair_op_count(module) if self.rewards else None,
-                cost=_cost_vector(features),
-            )
-            self._starts[name] = known
-        return known
+        return self._starts.get(name)
 
     def _observation(self) -> dict[str, np.ndarray]:
         assert self._start is not None and self._module is not None
         features = self.driver.features(self._module)
-        histogram = features.histogram_vector()
-        total = histogram.sum()
-        element_types = features.element_type_vector()
-        raw_cost = self._start.cost
-        cost = np.divide(_cost_vector(features), raw_cost, out=np.ones(len(COST_FIELDS)), where=raw_cost > 0)
-        return {
-            "histogram": (histogram / total if total else histogram).astype(np.float32),
-            "element_types": (element_types / total if total else element_types).astype(np.float32),
-            "op_count": np.array([features.op_count / self._start.initial_op_count], dtype=np.float32),
-            "step_fraction": np.array([self._steps / self.max_steps], dtype=np.float32),
-            "cost": cost.astype(np.float32),
-            "action_counts": (self._action_counts / self.max_steps).clip(0, 1).astype(np.float32),
-        }
+        return observation(
+            features, self._start, self._steps / self.max_steps, self._action_counts / self.max_steps
+        )
 
     def _info(
         self, pass_name: str | None, seconds: float, error: CompilerError | None, calls: int = 0
@@ -376,6 +346,67 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
             "seconds": seconds,
             "error": None if error is None else error.to_dict(),
         }
+
+
+class GraphStarts:
+    """Each graph's `GraphStart`, computed the first time an episode starts on it."""
+
+    def __init__(self, driver: PassDriver, graphs: dict[str, Graph], count_unoptimized: bool) -> None:
+        self.driver = driver
+        self.graphs = graphs
+        self.count_unoptimized = count_unoptimized  # R0 costs a required-only compile: rewards only
+        self._starts: dict[str, GraphStart] = {}
+
+    def get(self, name: str) -> GraphStart:
+        """I, D, R0 and the raw module of graph `name`."""
+        known = self._starts.get(name)
+        if known is None:
+            graph = self.graphs[name]
+            module = self.driver.load(graph.hlo_text(), graph.name)
+            features = self.driver.features(module)
+            known = GraphStart(
+                graph=graph,
+                module=module,
+                initial_op_count=features.op_count,
+                default_op_count=self.driver.features(self.driver.run_default_pipeline(module)).op_count,
+                unoptimized_op_count=self.driver.fair_op_count(module) if self.count_unoptimized else None,
+                cost=_cost_vector(features),
+            )
+            self._starts[name] = known
+        return known
+
+
+class NoOpMemory:
+    """What an environment has seen change nothing: masked actions and skipped compiler calls."""
+
+    def __init__(self) -> None:
+        # (module fingerprint, action) pairs known to change nothing or to fail: masked, for good.
+        self.useless: set[tuple[str, int]] = set()
+        # (module fingerprint, base pass) this episode saw the pass leave unchanged.
+        self.unchanged: set[tuple[str, str]] = set()
+
+    def new_episode(self) -> None:
+        """Forget what this episode saw (what is useless stays known)."""
+        self.unchanged = set()
+
+
+def observation(
+    features: Features, start: GraphStart, step_fraction: float, action_shares: np.ndarray
+) -> dict[str, np.ndarray]:
+    """The observation of a module with these `features`, in an episode that started at `start`."""
+    histogram = features.histogram_vector()
+    total = histogram.sum()
+    element_types = features.element_type_vector()
+    raw_cost = start.cost
+    cost = np.divide(_cost_vector(features), raw_cost, out=np.ones(len(COST_FIELDS)), where=raw_cost > 0)
+    return {
+        "histogram": (histogram / total if total else histogram).astype(np.float32),
+        "element_types": (element_types / total if total else element_types).astype(np.float32),
+        "op_count": np.array([features.op_count / start.initial_op_count], dtype=np.float32),
+        "step_fraction": np.array([step_fraction], dtype=np.float32),
+        "cost": cost.astype(np.float32),
+        "action_counts": action_shares.clip(0, 1).astype(np.float32),
+    }
 
 
 def _cost_vector(features: Features) -> np.ndarray:

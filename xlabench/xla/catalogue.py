@@ -185,76 +185,13 @@ class PassInfo:
     requires: str | None = None  # a pass that must come earlier in a sequence (REQUIREMENTS)
 
 
-@dataclass
-class PassCatalogue:
-    """The installed CPU pipeline: tree, distinct passes and their classes."""
+class CompileSwitches:
+    """What to switch off in XLA's pipeline for one kind of compile: a single pass, the required passes
+    after a sequence, the passes from the counting point on. Part of `PassCatalogue`, apart because
+    it is about compiles, not about the passes."""
 
-    jaxlib_version: str
     tree: list[dict[str, Any]]
-    passes: dict[str, PassInfo] = field(default_factory=dict)
-
-    def names(self) -> list[str]:
-        """Every distinct pass and pipeline name."""
-        return list(self.passes)
-
-    def action_passes(self, action_set: str = DEFAULT_ACTION_SET) -> list[str]:
-        """The passes of an action set (`all`, `simplification`), in pipeline order."""
-        if action_set not in ACTION_SETS:
-            raise UserInputError(f"{action_set}: unknown action set (choose {', '.join(ACTION_SETS)})")
-        kinds = ACTION_SETS[action_set]
-        actions = [info for info in self.passes.values() if info.kind in kinds]
-        names = [info.name for info in sorted(actions, key=lambda info: info.position)]
-        if action_set in SINGLE_RUN_ACTION_SETS:
-            return [kept for name in names for kept in (name, self.fixed_point_variant(name)) if kept]
-        if action_set in FIXED_POINT_ACTION_SETS:
-            names = [self.fixed_point_variant(name) or name for name in names]
-        return names
-
-    def fixed_point_pipeline(self, pass_name: str) -> str | None:
-        """The innermost fixed-point pipeline around the pass's first run, or None."""
-        info = self.passes.get(pass_name)
-        if info is None:
-            return None
-        fixed = {node["name"] for node in _walk(self.tree) if node.get("fixed_point")}
-        return next((name for name in reversed(info.ancestors) if name in fixed), None)
-
-    def fixed_point_variant(self, pass_name: str) -> str | None:
-        """PASS:fixed-point, the variant name, if the pass first runs in a fixed-point pipeline; else None."""
-        if self.fixed_point_pipeline(pass_name) is None:
-            return None
-        return pass_name + FIXED_POINT_SUFFIX
-
-    def action_for(self, pass_name: str, actions: list[str]) -> str | None:
-        """The action of `actions` running `pass_name` as XLA does: its variant if offered, else itself."""
-        variant = self.fixed_point_variant(pass_name)
-        if variant is not None and variant in actions:
-            return variant
-        return pass_name if pass_name in actions else None
-
-    def unmet_requirement(self, pass_name: str, sequence: Iterable[str]) -> str | None:
-        """The pass `pass_name` needs earlier in `sequence` (names or instance keys) and lacks, or None."""
-        info = self.passes.get(base_pass(pass_name))
-        if info is None or info.requires is None:
-            return None
-        applied = {base_pass(key.split("@", 1)[0]) for key in sequence}
-        return None if info.requires in applied else info.requires
-
-    def worth_taking(self, pass_name: str, changed: bool) -> bool:
-        """Whether a sequence keeps a pass: it changed the module, or another pass requires it earlier."""
-        return changed or base_pass(pass_name) in self.requirements()
-
-    def requirements(self) -> set[str]:
-        """The passes some other pass requires earlier in a sequence."""
-        return {info.requires for info in self.passes.values() if info.requires is not None}
-
-    def candidate_passes(self) -> list[str]:
-        """Every pass whose first run comes before the counting point, in pipeline order."""
-        candidates = [info for info in self.passes.values() if info.kind in CANDIDATE_KINDS]
-        return [info.name for info in sorted(candidates, key=lambda info: info.position)]
-
-    def get(self, pass_name: str) -> PassInfo | None:
-        """The entry for one pass name (a fixed-point variant: its pass's), or None."""
-        return self.passes.get(base_pass(pass_name))
+    passes: dict[str, PassInfo]
 
     def disabled_for_single_pass(
         self, pass_name: str, pipeline_path: tuple[str, ...] | None = None
@@ -364,6 +301,78 @@ class PassCatalogue:
                 siblings = [child["name"] for child in node["children"]]
                 break
         return siblings
+
+
+@dataclass
+class PassCatalogue(CompileSwitches):
+    """The installed CPU pipeline: tree, distinct passes and their classes."""
+
+    jaxlib_version: str
+    tree: list[dict[str, Any]]
+    passes: dict[str, PassInfo] = field(default_factory=dict)
+
+    def names(self) -> list[str]:
+        """Every distinct pass and pipeline name."""
+        return list(self.passes)
+
+    def action_passes(self, action_set: str = DEFAULT_ACTION_SET) -> list[str]:
+        """The passes of an action set (`all`, `simplification`), in pipeline order."""
+        if action_set not in ACTION_SETS:
+            raise UserInputError(f"{action_set}: unknown action set (choose {', '.join(ACTION_SETS)})")
+        kinds = ACTION_SETS[action_set]
+        actions = [info for info in self.passes.values() if info.kind in kinds]
+        names = [info.name for info in sorted(actions, key=lambda info: info.position)]
+        if action_set in SINGLE_RUN_ACTION_SETS:
+            return [kept for name in names for kept in (name, self.fixed_point_variant(name)) if kept]
+        if action_set in FIXED_POINT_ACTION_SETS:
+            names = [self.fixed_point_variant(name) or name for name in names]
+        return names
+
+    def fixed_point_pipeline(self, pass_name: str) -> str | None:
+        """The innermost fixed-point pipeline around the pass's first run, or None."""
+        info = self.passes.get(pass_name)
+        if info is None:
+            return None
+        fixed = {node["name"] for node in _walk(self.tree) if node.get("fixed_point")}
+        return next((name for name in reversed(info.ancestors) if name in fixed), None)
+
+    def fixed_point_variant(self, pass_name: str) -> str | None:
+        """PASS:fixed-point, the variant name, if the pass first runs in a fixed-point pipeline; else None."""
+        if self.fixed_point_pipeline(pass_name) is None:
+            return None
+        return pass_name + FIXED_POINT_SUFFIX
+
+    def action_for(self, pass_name: str, actions: list[str]) -> str | None:
+        """The action of `actions` running `pass_name` as XLA does: its variant if offered, else itself."""
+        variant = self.fixed_point_variant(pass_name)
+        if variant is not None and variant in actions:
+            return variant
+        return pass_name if pass_name in actions else None
+
+    def unmet_requirement(self, pass_name: str, sequence: Iterable[str]) -> str | None:
+        """The pass `pass_name` needs earlier in `sequence` (names or instance keys) and lacks, or None."""
+        info = self.passes.get(base_pass(pass_name))
+        if info is None or info.requires is None:
+            return None
+        applied = {base_pass(key.split("@", 1)[0]) for key in sequence}
+        return None if info.requires in applied else info.requires
+
+    def worth_taking(self, pass_name: str, changed: bool) -> bool:
+        """Whether a sequence keeps a pass: it changed the module, or another pass requires it earlier."""
+        return changed or base_pass(pass_name) in self.requirements()
+
+    def requirements(self) -> set[str]:
+        """The passes some other pass requires earlier in a sequence."""
+        return {info.requires for info in self.passes.values() if info.requires is not None}
+
+    def candidate_passes(self) -> list[str]:
+        """Every pass whose first run comes before the counting point, in pipeline order."""
+        candidates = [info for info in self.passes.values() if info.kind in CANDIDATE_KINDS]
+        return [info.name for info in sorted(candidates, key=lambda info: info.position)]
+
+    def get(self, pass_name: str) -> PassInfo | None:
+        """The entry for one pass name (a fixed-point variant: its pass's), or None."""
+        return self.passes.get(base_pass(pass_name))
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for JSON (and the cache file)."""
