@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 from xlabench.errors import CompilerError
@@ -21,21 +22,21 @@ class Step:
     error: CompilerError | None = None
 
 
-class PassSequences:
-    """Runs of several passes over `apply_pass` and `check_pass`, which a driver provides."""
+class PassSequences(ABC):
+    """Runs of several passes over `apply_pass` and `check_pass`, which the driver provides (`PassDriver`)."""
 
     def __init__(self) -> None:
         # (fingerprint, pass) pairs a fixed-point run ended on: the pass's last run changed nothing there.
         self._fixed_points: set[tuple[str, str]] = set()
         self._fixed_points_lock = threading.Lock()
 
+    @abstractmethod
     def apply_pass(self, module: HloModule, pass_name: str) -> HloModule:
-        """The module after one run of `pass_name` (the driver's)."""
-        raise NotImplementedError
+        """The module after one run of `pass_name`."""
 
+    @abstractmethod
     def check_pass(self, pass_name: str) -> None:
-        """Raise UnknownPassError unless `pass_name` can be applied alone (the driver's)."""
-        raise NotImplementedError
+        """Raise UnknownPassError unless `pass_name` can be applied alone."""
 
     def apply_action(self, module: HloModule, action: str) -> tuple[HloModule, int]:
         """Apply an action (a pass or a "PASS:fixed-point" variant): the module, the compiler calls made."""
