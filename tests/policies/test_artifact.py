@@ -114,3 +114,11 @@ def test_a_policy_whose_network_cannot_take_the_observations_is_refused(policies
 def test_unknown_policies_and_versions_are_one_clear_error(saved_policy, capsys):
     assert "nosuch: no such policy" in _refusal(capsys, "nosuch")
     assert "no version v9.9 of tiny (versions: v1.0)" in _refusal(capsys, "tiny@v9.9")
+
+
+def test_a_policy_with_an_unknown_environment_setting_is_refused_naming_it(saved_policy, tmp_path, capsys):
+    copy = _copy(saved_policy, tmp_path)
+    metadata = json.loads((copy / "metadata.json").read_text())
+    metadata["environment"]["future_setting"] = 1
+    (copy / "metadata.json").write_text(json.dumps(metadata))
+    assert f"{copy}: unknown environment setting future_setting" in _refusal(capsys, str(copy))

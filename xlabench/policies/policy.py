@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from xlabench.errors import UserInputError
 from xlabench.graphs import Graph
 from xlabench.policies.artifact import (
     Artifact,
@@ -46,7 +47,10 @@ class Policy:
         self.artifact = artifact
         metadata = artifact.metadata
         self.actions: list[str] = list(metadata["actions"])
-        environment = EnvironmentConfig.from_json(metadata["environment"])
+        try:
+            environment = EnvironmentConfig.from_json(metadata["environment"])
+        except UserInputError as error:  # a policy made by a newer xlabench: name the policy
+            raise PolicyError(f"{artifact.path}: {error}") from None
         self.max_steps = environment.max_steps
         self.mask_inapplicable = environment.mask_inapplicable
         self.algorithm = str(metadata["algorithm"])
