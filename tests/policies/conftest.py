@@ -32,7 +32,7 @@ def run_metadata(name: str, actions: list[str] | None = None) -> dict:
     """Metadata as `xlabench retrain` writes it, for a model that was not trained."""
     from xlabench.agents.config import ACTIVATION, NET_ARCH
     from xlabench.agents.train import ENVIRONMENT
-    from xlabench.env.pass_ordering import observation_space
+    from xlabench.env.observation import observation_space
     from xlabench.policies.artifact import observation_spec
 
     driver = default_driver()

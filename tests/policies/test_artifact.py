@@ -71,7 +71,7 @@ def _untrained_weights(action_count: int) -> dict:
     from gymnasium import spaces
 
     from xlabench.agents.config import ACTIVATION, NET_ARCH
-    from xlabench.env.pass_ordering import observation_space
+    from xlabench.env.observation import observation_space
     from xlabench.policies.networks import policy_class, policy_kwargs
 
     network = policy_class("ppo")(

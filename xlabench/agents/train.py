@@ -44,7 +44,7 @@ from xlabench.agents.wrappers import CostShaping
 from xlabench.cluster import connect
 from xlabench.env import PassOrderingEnv
 from xlabench.env.config import EnvironmentConfig
-from xlabench.env.pass_ordering import observation_space
+from xlabench.env.observation import observation_space
 from xlabench.policies.artifact import observation_spec
 from xlabench.xla import PassDriver, default_driver
 from xlabench.xla.pool import CompilerPool

@@ -6,7 +6,8 @@ env = gymnasium.make("xlabench/PassOrdering-v0", graphs="train", action_set="all
 
 import gymnasium
 
-from xlabench.env.pass_ordering import ENV_ID, GraphStart, PassOrderingEnv
+from xlabench.env.pass_ordering import ENV_ID, PassOrderingEnv
+from xlabench.env.starts import GraphStart
 
 if ENV_ID not in gymnasium.registry:
     gymnasium.register(id=ENV_ID, entry_point="xlabench.env.pass_ordering:PassOrderingEnv")

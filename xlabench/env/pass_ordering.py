@@ -34,56 +34,22 @@ the same figures; 0 for a failed pass or a known no-op).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import gymnasium
 import numpy as np
 from gymnasium import spaces
 
+from xlabench.env.no_ops import NoOpMemory
+from xlabench.env.observation import observation, observation_space
+from xlabench.env.reward import RewardCounter
+from xlabench.env.starts import GraphStart, GraphStarts
 from xlabench.errors import CompilerError, UserInputError
 from xlabench.graphs import Graph, resolve_graphs
 from xlabench.xla import HloModule, PassDriver, default_driver
-from xlabench.xla.catalogue import DEFAULT_ACTION_SET, FIXED_POINT_SUFFIX, base_pass, inapplicable
-from xlabench.xla.features import ELEMENT_TYPES, OPCODES, Features
+from xlabench.xla.catalogue import DEFAULT_ACTION_SET
 
 ENV_ID = "xlabench/PassOrdering-v0"
-COST_FIELDS = ("flops", "transcendentals", "bytes_accessed")
-
-
-REWARD_BASELINES = ("unoptimized", "default")
-
-
-def observation_space(action_count: int) -> spaces.Dict:
-    """The environment's observation space for an action set of `action_count` passes."""
-    return spaces.Dict(
-        {
-            # Share of each opcode in the module (OPCODES order, then "other").
-            "histogram": spaces.Box(0.0, 1.0, (len(OPCODES) + 1,), np.float32),
-            # Share of each result element type (ELEMENT_TYPES order, then "other"): which
-            # normalizations and expanders have work to do is not in the opcodes alone.
-            "element_types": spaces.Box(0.0, 1.0, (len(ELEMENT_TYPES) + 1,), np.float32),
-            # The module's op count relative to I (not the fair count: that is the reward's).
-            "op_count": spaces.Box(0.0, np.inf, (1,), np.float32),
-            "step_fraction": spaces.Box(0.0, 1.0, (1,), np.float32),
-            # XLA's cost analysis relative to the raw module's (flops, transcendentals, bytes).
-            "cost": spaces.Box(0.0, np.inf, (len(COST_FIELDS),), np.float32),
-            # How often each action was applied in this episode, relative to the episode cap.
-            "action_counts": spaces.Box(0.0, 1.0, (action_count,), np.float32),
-        }
-    )
-
-
-@dataclass(frozen=True)
-class GraphStart:
-    """What an episode on one graph starts from and is measured against."""
-
-    graph: Graph
-    module: HloModule  # the raw module, canonical form
-    initial_op_count: int  # I
-    default_op_count: int  # D: XLA's default pipeline, counted at the counting point
-    unoptimized_op_count: int | None  # R0: the raw module's fair count (None: not counted, no rewards)
-    cost: np.ndarray  # the raw module's cost analysis, in COST_FIELDS order
 
 
 class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
@@ -109,10 +75,6 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
     ) -> None:
         if max_steps < 1:
             raise UserInputError(f"max_steps must be at least 1, not {max_steps}")
-        if reward_baseline not in REWARD_BASELINES:
-            raise UserInputError(
-                f"{reward_baseline}: unknown reward baseline (choose {', '.join(REWARD_BASELINES)})"
-            )
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise UserInputError(f"{render_mode}: unknown render mode (choose ansi)")
         self.driver = driver or default_driver()
@@ -122,41 +84,27 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         if not self.graphs:
             raise UserInputError("an environment needs at least one graph")
         self.graph_names = sorted(self.graphs)
-        if actions is None:
-            actions = self.driver.catalogue.action_passes(action_set)
-        if not mask_missing_actions:
-            for pass_name in actions:
-                self.driver.check_pass(pass_name)
-        self.actions = list(actions)
+        self.actions = resolve_actions(self.driver, action_set, actions, mask_missing_actions)
         # Actions this compiler lacks (a policy made on another release): always masked, never run.
         self.missing_actions = [name for name in self.actions if not self.driver.has_pass(name)]
-        self._missing = {index for index, name in enumerate(self.actions) if name in self.missing_actions}
         self.stop_action = len(self.actions)
         self.max_steps = max_steps
         self.error_penalty = error_penalty
         self.render_mode = render_mode
         self.count_every_step = count_every_step
         self.rewards = rewards
-        # Also mask passes known to change nothing before they run: none of their opcodes in the module
-        # (`catalogue.inapplicable`), or the module a fixed point of the pass (its fixed-point run just
-        # ended there). No compiler call is spent on them. Off for the policies made before.
-        self.mask_inapplicable = mask_inapplicable
-        # Spend no compiler call on a pass known to change nothing (see the module docstring).
-        self.skip_known_no_ops = skip_known_no_ops
-        # What the return measures progress from and is scaled by: the raw module's fair count R0
-        # ("unoptimized": the return is (R0 - R) / R0) or XLA's default count D ("default": (D - R) / D,
-        # 0 for a sequence that lands on XLA's count, positive only beyond it).
-        self.reward_baseline = reward_baseline
-        self._reward_reference = 0
 
         self.action_space = spaces.Discrete(len(self.actions) + 1)
         self.observation_space = observation_space(len(self.actions))
 
         self._starts = GraphStarts(self.driver, self.graphs, count_unoptimized=rewards)
-        self._known = NoOpMemory()
+        missing = {index for index, name in enumerate(self.actions) if name in self.missing_actions}
+        # `mask_inapplicable` also masks passes known to change nothing before they run (none of their
+        # opcodes in the module, or its fixed point); off for the policies made before it.
+        self._known = NoOpMemory(self.driver, self.actions, missing, mask_inapplicable, skip_known_no_ops)
+        self._reward = RewardCounter(self.driver, reward_baseline, error_penalty, rewards)
         self._start: GraphStart | None = None
         self._module: HloModule | None = None
-        self._fair_count: int | None = 0
         self._steps = 0
         self._action_counts = np.zeros(len(self.actions), dtype=np.int64)
         self._sequence: list[str] = []
@@ -175,15 +123,12 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
             raise UserInputError(f"{name}: not one of this environment's {len(self.graphs)} graphs")
         self._start = self._starts.get(name)
         self._module = self._start.module
-        self._fair_count = self._start.unoptimized_op_count
-        self._reward_reference = (
-            self._start.default_op_count if self.reward_baseline == "default" else self._fair_count
-        )
+        self._reward.start(self._start)
         self._steps = 0
         self._action_counts[:] = 0
         self._sequence = []
         self._known.new_episode()
-        return self._observation(), self._info(pass_name=None, seconds=0.0, error=None)
+        return self._observation(), self._info(None)
 
     def step(self, action: int) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
         """Apply action's pass (or stop); never raises for a pass XLA rejects or crashes on."""
@@ -193,22 +138,20 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         if not self.action_space.contains(action):
             raise UserInputError(f"action {action} is outside {self.action_space}")
         if action == self.stop_action:
-            reward = self._count_reward()  # before `info`, which reports the count
-            return self._observation(), reward, True, False, self._info("stop", 0.0, None)
+            reward = self._reward.count(self._module, self._sequence)  # before `info` reports it
+            return self._observation(), reward, True, False, self._info("stop")
 
         pass_name = self.actions[action]
-        if action in self._missing:
+        if action in self._known.missing:
             raise UserInputError(
                 f"{pass_name}: jaxlib {self.driver.jaxlib_version} has no such pass (masked)"
             )
-        before = self._module
+        before = after = self._module
         error: CompilerError | None = None
-        seconds = 0.0
-        runs = 1
-        base = base_pass(pass_name)
+        seconds, runs = 0.0, 1  # a failed application made its call too
         try:
-            if self._known_no_op(before, pass_name):
-                after, runs = before, 0
+            if self._known.known_no_op(before, pass_name):
+                runs = 0
             else:
                 after, runs = self.driver.apply_action(before, pass_name)
                 seconds = after.compile_seconds or 0.0
@@ -220,53 +163,21 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         self._action_counts[action] += 1
         truncated = self._steps >= self.max_steps
         if error is not None:
-            self._known.useless.add((before.fingerprint, action))
-            reward = -self.error_penalty + (self._count_reward() if truncated else 0.0)
+            self._known.record_failure(before, action)
+            reward = -self.error_penalty
         else:
-            if after.fingerprint == before.fingerprint:
-                self._known.useless.add((before.fingerprint, action))
-                self._known.unchanged.add((before.fingerprint, base))
-            elif pass_name.endswith(FIXED_POINT_SUFFIX) and self.driver.is_fixed_point(after, base):
-                # The run that ended the loop found nothing to do here: any variant of the pass is useless.
-                self._known.unchanged.add((after.fingerprint, base))
-                if self.mask_inapplicable:
-                    variants = [index for index, name in enumerate(self.actions) if base_pass(name) == base]
-                    self._known.useless.update((after.fingerprint, index) for index in variants)
+            self._known.record(before, after, action)
             self._module = after
             self._sequence.append(pass_name)
-            reward = self._count_reward() if self.count_every_step or truncated else 0.0
-        info = self._info(pass_name, seconds, error, calls=runs)
+            reward = 0.0
+        if error is None and self.count_every_step or truncated:
+            reward += self._reward.count(self._module, self._sequence)
+        info = self._info(pass_name, seconds, error, runs)
         return self._observation(), float(reward) if self.rewards else 0.0, False, truncated, info
 
     def action_masks(self) -> np.ndarray:
-        """Valid actions (MaskablePPO's protocol): stop, and every pass not known to be useless here.
-
-        Known useless: a pass this compiler lacks (`mask_missing_actions`), a pass that left this very
-        module unchanged or failed on it, a pass whose
-        required predecessor is not in the sequence yet (`PassCatalogue.unmet_requirement`) and, with
-        `mask_inapplicable`, a pass none of whose opcodes is in the module (`inapplicable`) or whose
-        fixed-point run ended on this module.
-        """
-        mask = np.ones(len(self.actions) + 1, dtype=bool)
-        if self._module is not None:
-            catalogue = self.driver.catalogue
-            histogram = self.driver.features(self._module).histogram if self.mask_inapplicable else {}
-            for action, name in enumerate(self.actions):
-                mask[action] = (
-                    action not in self._missing
-                    and (self._module.fingerprint, action) not in self._known.useless
-                    and catalogue.unmet_requirement(name, self._sequence) is None
-                    and not (self.mask_inapplicable and inapplicable(name, histogram))
-                )
-        return mask
-
-    def _known_no_op(self, module: HloModule, pass_name: str) -> bool:
-        """Whether running the pass is known to leave `module` as it is, so needs no compiler call."""
-        if not self.skip_known_no_ops:
-            return False
-        if (module.fingerprint, base_pass(pass_name)) in self._known.unchanged:
-            return True
-        return inapplicable(pass_name, self.driver.features(module).histogram)
+        """Valid actions (MaskablePPO's protocol): stop, and every pass not known to be useless here."""
+        return self._known.mask(self._module, self._sequence)
 
     def render(self) -> str | None:
         """With render_mode="ansi": one line with the graph, step, counts and the sequence so far."""
@@ -274,7 +185,7 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
             return None
         start = self._start
         return (
-            f"{start.graph.name} step {self._steps}/{self.max_steps}: R {self._fair_count} "
+            f"{start.graph.name} step {self._steps}/{self.max_steps}: R {self._reward.fair_count} "
             f"(R0 {start.unoptimized_op_count}, D {start.default_op_count}, I {start.initial_op_count}) "
             f"{' '.join(self._sequence)}"
         )
@@ -296,30 +207,6 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         """R: the current module's fairly counted op count."""
         return self.driver.fair_op_count(self._module, self._sequence) if self._module else 0
 
-    def compiler_calls(self) -> dict[str, int]:
-        """Compiler calls of this environment's driver so far: answered by XLA, by the cache."""
-        return dict(self.driver.calls)
-
-    def _count_reward(self) -> float:
-        """Count the current module; the reward is the drop since the last count (the first from the
-        reward baseline's count), over that baseline's count."""
-        assert self._start is not None and self._module is not None
-        try:
-            fair_count = self.driver.fair_op_count(self._module, self._sequence)
-        except CompilerError:  # XLA's required passes fail on this sequence's module
-            return -self.error_penalty
-        previous, self._fair_count = self._reward_reference, fair_count
-        self._reward_reference = fair_count
-        if not self.rewards:
-            return 0.0
-        assert previous is not None and self._start.unoptimized_op_count is not None
-        scale = (
-            self._start.default_op_count
-            if self.reward_baseline == "default"
-            else self._start.unoptimized_op_count
-        )
-        return (previous - fair_count) / scale
-
     def graph_start(self, name: str) -> GraphStart:
         """I, D, R0 and the raw module of one graph (computed once per environment)."""
         return self._starts.get(name)
@@ -332,82 +219,41 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         )
 
     def _info(
-        self, pass_name: str | None, seconds: float, error: CompilerError | None, calls: int = 0
+        self, pass_name: str | None, seconds: float = 0.0, error: CompilerError | None = None, calls: int = 0
     ) -> dict[str, Any]:
         assert self._start is not None
-        return {
-            "graph": self._start.graph.name,
-            "op_count": self._fair_count,
-            "I": self._start.initial_op_count,
-            "D": self._start.default_op_count,
-            "R0": self._start.unoptimized_op_count,
-            "pass": pass_name,
-            "calls": calls,
-            "seconds": seconds,
-            "error": None if error is None else error.to_dict(),
-        }
+        return step_info(self._start, self._reward.fair_count, pass_name, seconds, error, calls)
 
 
-class GraphStarts:
-    """Each graph's `GraphStart`, computed the first time an episode starts on it."""
-
-    def __init__(self, driver: PassDriver, graphs: dict[str, Graph], count_unoptimized: bool) -> None:
-        self.driver = driver
-        self.graphs = graphs
-        self.count_unoptimized = count_unoptimized  # R0 costs a required-only compile: rewards only
-        self._starts: dict[str, GraphStart] = {}
-
-    def get(self, name: str) -> GraphStart:
-        """I, D, R0 and the raw module of graph `name`."""
-        known = self._starts.get(name)
-        if known is None:
-            graph = self.graphs[name]
-            module = self.driver.load(graph.hlo_text(), graph.name)
-            features = self.driver.features(module)
-            known = GraphStart(
-                graph=graph,
-                module=module,
-                initial_op_count=features.op_count,
-                default_op_count=self.driver.features(self.driver.run_default_pipeline(module)).op_count,
-                unoptimized_op_count=self.driver.fair_op_count(module) if self.count_unoptimized else None,
-                cost=_cost_vector(features),
-            )
-            self._starts[name] = known
-        return known
+def resolve_actions(
+    driver: PassDriver, action_set: str, actions: list[str] | None, mask_missing_actions: bool
+) -> list[str]:
+    """The environment's actions: `actions`, else the action set's; unknown passes refused unless masked."""
+    if actions is None:
+        actions = driver.catalogue.action_passes(action_set)
+    if not mask_missing_actions:
+        for pass_name in actions:
+            driver.check_pass(pass_name)
+    return list(actions)
 
 
-class NoOpMemory:
-    """What an environment has seen change nothing: masked actions and skipped compiler calls."""
-
-    def __init__(self) -> None:
-        # (module fingerprint, action) pairs known to change nothing or to fail: masked, for good.
-        self.useless: set[tuple[str, int]] = set()
-        # (module fingerprint, base pass) this episode saw the pass leave unchanged.
-        self.unchanged: set[tuple[str, str]] = set()
-
-    def new_episode(self) -> None:
-        """Forget what this episode saw (what is useless stays known)."""
-        self.unchanged = set()
-
-
-def observation(
-    features: Features, start: GraphStart, step_fraction: float, action_shares: np.ndarray
-) -> dict[str, np.ndarray]:
-    """The observation of a module with these `features`, in an episode that started at `start`."""
-    histogram = features.histogram_vector()
-    total = histogram.sum()
-    element_types = features.element_type_vector()
-    raw_cost = start.cost
-    cost = np.divide(_cost_vector(features), raw_cost, out=np.ones(len(COST_FIELDS)), where=raw_cost > 0)
+def step_info(
+    start: GraphStart,
+    fair_count: int | None,
+    pass_name: str | None,
+    seconds: float,
+    error: CompilerError | None,
+    calls: int,
+) -> dict[str, Any]:
+    """A step's `info`: the graph, R, I, D, R0, the pass, its compiler calls, time and error."""
     return {
-        "histogram": (histogram / total if total else histogram).astype(np.float32),
-        "element_types": (element_types / total if total else element_types).astype(np.float32),
-        "op_count": np.array([features.op_count / start.initial_op_count], dtype=np.float32),
-        "step_fraction": np.array([step_fraction], dtype=np.float32),
-        "cost": cost.astype(np.float32),
-        "action_counts": action_shares.clip(0, 1).astype(np.float32),
+        "graph": start.graph.name,
+        "op_count": fair_count,
+        "I": start.initial_op_count,
+        "D": start.default_op_count,
+        "R0": start.unoptimized_op_count,
+        "pass": pass_name,
+        "calls": calls,
+        "seconds": seconds,
+        "error": None if error is None else error.to_dict(),
     }
-
-
-def _cost_vector(features: Features) -> np.ndarray:
-    return np.array([getattr(features.cost, name) for name in COST_FIELDS], dtype=np.float64)

@@ -41,7 +41,7 @@ class Policy:
         from gymnasium import spaces
 
         from xlabench.env.config import EnvironmentConfig
-        from xlabench.env.pass_ordering import observation_space
+        from xlabench.env.observation import observation_space
         from xlabench.policies.networks import policy_class, policy_kwargs
 
         self.artifact = artifact
@@ -136,7 +136,7 @@ def load_policy(reference: str, driver: PassDriver, root: Path | None = None) ->
     compiler lacks are masked, those it adds are not offered (`Policy.action_match`). Refused, in one
     line, is only what cannot be served: a corrupt file, or observations its network cannot take.
     """
-    from xlabench.env.pass_ordering import observation_space
+    from xlabench.env.observation import observation_space
 
     metadata = read_metadata(resolve(reference, root))
     spec = observation_spec(observation_space(len(metadata.get("actions") or [])))

@@ -1,0 +1,48 @@
+"""What a policy sees of a module: opcode and element-type shares, size, cost, progress."""
+
+from __future__ import annotations
+
+import numpy as np
+from gymnasium import spaces
+
+from xlabench.env.starts import COST_FIELDS, GraphStart, cost_vector
+from xlabench.xla.features import ELEMENT_TYPES, OPCODES, Features
+
+
+def observation_space(action_count: int) -> spaces.Dict:
+    """The environment's observation space for an action set of `action_count` passes."""
+    return spaces.Dict(
+        {
+            # Share of each opcode in the module (OPCODES order, then "other").
+            "histogram": spaces.Box(0.0, 1.0, (len(OPCODES) + 1,), np.float32),
+            # Share of each result element type (ELEMENT_TYPES order, then "other"): which
+            # normalizations and expanders have work to do is not in the opcodes alone.
+            "element_types": spaces.Box(0.0, 1.0, (len(ELEMENT_TYPES) + 1,), np.float32),
+            # The module's op count relative to I (not the fair count: that is the reward's).
+            "op_count": spaces.Box(0.0, np.inf, (1,), np.float32),
+            "step_fraction": spaces.Box(0.0, 1.0, (1,), np.float32),
+            # XLA's cost analysis relative to the raw module's (flops, transcendentals, bytes).
+            "cost": spaces.Box(0.0, np.inf, (len(COST_FIELDS),), np.float32),
+            # How often each action was applied in this episode, relative to the episode cap.
+            "action_counts": spaces.Box(0.0, 1.0, (action_count,), np.float32),
+        }
+    )
+
+
+def observation(
+    features: Features, start: GraphStart, step_fraction: float, action_shares: np.ndarray
+) -> dict[str, np.ndarray]:
+    """The observation of a module with these `features`, in an episode that started at `start`."""
+    histogram = features.histogram_vector()
+    total = histogram.sum()
+    element_types = features.element_type_vector()
+    raw_cost = start.cost
+    cost = np.divide(cost_vector(features), raw_cost, out=np.ones(len(COST_FIELDS)), where=raw_cost > 0)
+    return {
+        "histogram": (histogram / total if total else histogram).astype(np.float32),
+        "element_types": (element_types / total if total else element_types).astype(np.float32),
+        "op_count": np.array([features.op_count / start.initial_op_count], dtype=np.float32),
+        "step_fraction": np.array([step_fraction], dtype=np.float32),
+        "cost": cost.astype(np.float32),
+        "action_counts": action_shares.clip(0, 1).astype(np.float32),
+    }
