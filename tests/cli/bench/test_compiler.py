@@ -21,6 +21,9 @@ def test_bench_driver_prints_the_step_against_a_full_compile(capsys):
     assert report["graph"] == GRAPH and report["op_count"] > 0
     assert report["median_apply_pass_seconds"] > 0 and report["median_full_compile_seconds"] > 0
     assert report["ratio"] == report["median_apply_pass_seconds"] / report["median_full_compile_seconds"]
+    # The compile a step stops (every pass off) is a compile: it costs a part of the full one.
+    floor, full = report["median_stopped_compile_seconds"], report["median_full_compile_seconds"]
+    assert 0 < floor < full and report["floor_ratio"] == floor / full
     assert "algsimp" in report["per_pass_median_seconds"]
 
 
