@@ -207,6 +207,10 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         """R: the current module's fairly counted op count."""
         return self.driver.fair_op_count(self._module, self._sequence) if self._module else 0
 
+    def compiler_calls(self) -> dict[str, int]:
+        """Compiler calls of this environment's driver so far: answered by XLA, by the cache."""
+        return dict(self.driver.calls)
+
     def graph_start(self, name: str) -> GraphStart:
         """I, D, R0 and the raw module of one graph (computed once per environment)."""
         return self._starts.get(name)
