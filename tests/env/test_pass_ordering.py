@@ -80,3 +80,5 @@ def test_bad_arguments_are_one_clear_error(small_env):
         small_env.step(99)
     with pytest.raises(UserInputError, match="max_steps"):
         PassOrderingEnv(graphs=SMALL_GRAPH, max_steps=0)
+    with pytest.raises(UserInputError, match="unknown reward baseline"):
+        PassOrderingEnv(graphs=SMALL_GRAPH, reward_baseline="xla")
