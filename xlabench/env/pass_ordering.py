@@ -170,7 +170,7 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
             self._module = after
             self._sequence.append(pass_name)
             reward = 0.0
-        if error is None and self.count_every_step or truncated:
+        if (error is None and self.count_every_step) or truncated:
             reward += self._reward.count(self._module, self._sequence)
         info = self._info(pass_name, seconds, error, runs)
         return self._observation(), float(reward) if self.rewards else 0.0, False, truncated, info
