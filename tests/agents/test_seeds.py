@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from xlabench.agents.seeds import SeedScores, parse_seeds, statistics
+from xlabench.agents.seeds import SeedScores, parse_seeds, probability_of_improvement, statistics
 from xlabench.cli import main
 from xlabench.errors import UserInputError
 
@@ -32,6 +32,19 @@ def test_intervals_say_whether_the_policy_beats_its_warm_start():
     assert statistics(seeds, repetitions=200) == result  # seeded: the same scores, the same bounds
     same = [SeedScores(seed, list(warm[seed]), list(warm[seed])) for seed in range(5)]
     assert not statistics(same, repetitions=200)["policy_beats_warm_start"]
+
+
+def test_the_probability_of_improvement_is_rliables():
+    from rliable import metrics
+
+    rng = np.random.default_rng(1)
+    # Rounded scores: ties between seeds, and a graph where both land on the same scores.
+    better = np.round(1.0 + 0.01 * rng.standard_normal((5, 7)), 2)
+    than = np.round(1.0 + 0.01 * rng.standard_normal((3, 7)), 2)
+    than[:, 0] = better[:3, 0] = 1.0
+    result = probability_of_improvement(better, than, repetitions=50)
+    assert result["estimate"] == pytest.approx(metrics.probability_of_improvement(better, than))
+    assert result["low"] <= result["estimate"] <= result["high"]
 
 
 @pytest.mark.slow

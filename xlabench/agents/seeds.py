@@ -146,16 +146,20 @@ def probability_of_improvement(
 ) -> dict[str, float]:
     """P(a seed of `better` scores above a seed of `than` on a graph), averaged over graphs, with its
     95% interval: rliable's probability of improvement on two (seeds x graphs) matrices."""
-    from rliable import metrics
-
-    point, interval = _interval_estimates(
-        {"pair": (better, than)}, metrics.probability_of_improvement, repetitions
-    )
+    point, interval = _interval_estimates({"pair": (better, than)}, _improvement_probability, repetitions)
     return {
         "estimate": float(point["pair"]),
         "low": float(interval["pair"][0][0]),
         "high": float(interval["pair"][1][0]),
     }
+
+
+def _improvement_probability(x: np.ndarray, y: np.ndarray) -> float:
+    """rliable's `metrics.probability_of_improvement`, vectorized: per graph, the Mann-Whitney U of
+    x's seeds over y's divided by the pairs (ties count half), averaged over graphs. rliable calls
+    scipy once per graph; in its bootstrap that was 30 s of a 5-seed x 25-graph comparison."""
+    pairs = x[:, None, :] - y[None, :, :]
+    return float(np.mean((pairs > 0) + 0.5 * (pairs == 0)))
 
 
 def performance_profiles_figure(runs: dict[str, np.ndarray], title: str) -> bytes:

@@ -53,10 +53,6 @@ from xlabench.xla.pool import CompilerPool
 ENVIRONMENT = EnvironmentConfig()
 WARM_START = WarmStartConfig()
 
-# One torch thread: the networks are small MLPs and the cores belong to the compiler workers. On 2
-# cores next to them, 400 epochs of cloning ran 4.5x slower with torch's default of 2 threads.
-TORCH_THREADS = 1
-
 
 @dataclass
 class TrainingRun:
@@ -164,8 +160,9 @@ def build_model(
 
     from xlabench.agents.anchored import AnchoredMaskablePPO
     from xlabench.agents.masking import MaskedDQN
-    from xlabench.policies.networks import policy_class, policy_kwargs
+    from xlabench.policies.networks import policy_class, policy_kwargs, use_torch_threads
 
+    use_torch_threads()
     config = hyperparameters or hyperparameters_of(algorithm)
     common = {"gamma": GAMMA, "seed": seed, "tensorboard_log": logdir, "verbose": 0, "device": "cpu"}
     model_class = {"a2c": A2C, "dqn": MaskedDQN, "trpo": TRPO}.get(algorithm, AnchoredMaskablePPO)
@@ -238,12 +235,10 @@ def train(
     config = hyperparameters or hyperparameters_of(algorithm)
     if warm_start is not None and algorithm == "dqn":
         raise ValueError("a warm start needs an actor-critic algorithm, not dqn")
-    import torch
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
     from xlabench.policies.networks import MASKABLE
 
-    torch.set_num_threads(TORCH_THREADS)
     own_process = environments > 1 and ray_address is None
     factories = [
         make_environment(

@@ -26,6 +26,15 @@ MASK_KEY = "action_mask"
 MASKED_LOGIT = -1e8  # as sb3-contrib's MaskableCategorical: a finite value keeps gradients finite
 # The algorithms whose networks take the mask as an argument (sb3-contrib's MaskablePPO).
 MASKABLE = ("ppo", "ppo-shaping", "ppo-value")
+# One torch thread: the networks are small MLPs and the cores belong to the compiler workers (or to
+# pytest-xdist's other workers). On 2 cores beside them, 300 epochs of cloning ran 4.5-8x slower with
+# torch's default of 2 threads.
+TORCH_THREADS = 1
+
+
+def use_torch_threads() -> None:
+    """Run this process's torch on `TORCH_THREADS` threads (set before a network is built or loaded)."""
+    torch.set_num_threads(TORCH_THREADS)
 
 
 class ObservationExtractor(BaseFeaturesExtractor):

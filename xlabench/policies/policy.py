@@ -42,8 +42,9 @@ class Policy:
 
         from xlabench.env.config import EnvironmentConfig
         from xlabench.env.observation import observation_space
-        from xlabench.policies.networks import policy_class, policy_kwargs
+        from xlabench.policies.networks import policy_class, policy_kwargs, use_torch_threads
 
+        use_torch_threads()
         self.artifact = artifact
         metadata = artifact.metadata
         self.actions: list[str] = list(metadata["actions"])
