@@ -27,8 +27,7 @@ MASKED_LOGIT = -1e8  # as sb3-contrib's MaskableCategorical: a finite value keep
 # The algorithms whose networks take the mask as an argument (sb3-contrib's MaskablePPO).
 MASKABLE = ("ppo", "ppo-shaping", "ppo-value")
 # One torch thread: the networks are small MLPs and the cores belong to the compiler workers (or to
-# pytest-xdist's other workers). On 2 cores beside them, 300 epochs of cloning ran 4.5-8x slower with
-# torch's default of 2 threads.
+# pytest-xdist's other workers); more threads only contend with them (docs/measurements.md).
 TORCH_THREADS = 1
 
 
