@@ -168,6 +168,8 @@ def test_runtimes_are_saved_and_compared_by_pytest_benchmark_under_xdist(pyteste
     assert slowed.ret != pytest.ExitCode.OK
     assert "Performance has regressed" in slowed.stdout.str() + slowed.stderr.str()
     assert DEFAULT_COMPARE_FAIL in slowed.stdout.str()
+    # The regression stands only after a second measurement shows it too.
+    slowed.stdout.fnmatch_lines(["xlabench:*1 run(s) above the reference measured again, 1 still above it"])
 
 
 def test_the_semantics_check_runs_every_action_pass(pytester):

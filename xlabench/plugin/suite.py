@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from xlabench.plugin.benchmarks import BENCHMARK_GROUP, PROPERTY_RUNS, BenchmarkRuns
+from xlabench.plugin.benchmarks import BENCHMARK_GROUP, PROPERTY_RUNS, BenchmarkRuns, regressions
 from xlabench.plugin.plugin import PROPERTY_COVERAGE, PROPERTY_VERDICT, UnusableSuite
 from xlabench.plugin.semantics import (
     INPUT_SEEDS,
@@ -43,24 +43,18 @@ def test_policy_on_graph(
 ) -> None:
     """A policy on a graph passes every gate: op count vs XLA's default and the baseline, runtime, outputs."""
     verdict = xlabench_judge.verdict(xlabench_case)
+    runs = _benchmark_runs(verdict, request)
+    if runs is not None and regressions(request.config, runs):
+        # Absolute run times drift between runs of the same code: a regression against the stored
+        # reference run stands only if a second measurement (executables compiled and timed again) shows it.
+        first_median = _median(runs.run_seconds)
+        verdict = xlabench_judge.verdict(xlabench_case)
+        runs = _benchmark_runs(verdict, request)
+        if runs is not None:
+            runs.first_median_seconds = first_median
     record_property(PROPERTY_VERDICT, verdict.summary())
-    runs = verdict.row.run_seconds
-    if verdict.runtime_judged and runs is not None and runs.sequence:
-        record_property(
-            PROPERTY_RUNS,
-            BenchmarkRuns(
-                name=request.node.name,
-                fullname=request.node.nodeid,
-                param=request.node.callspec.id,
-                run_seconds=list(runs.sequence),
-                extra_info={
-                    "R": verdict.row.policy_ops,
-                    "D": verdict.row.default_ops,
-                    "runtime_ratio": verdict.row.runtime_ratio,
-                    "default_median_seconds": _median(runs.default),
-                },
-            ).to_dict(),
-        )
+    if runs is not None:
+        record_property(PROPERTY_RUNS, runs.to_dict())
     if verdict.failures:
         pytest.fail(verdict.message(), pytrace=False)
     if verdict.known:
@@ -148,6 +142,25 @@ def test_known_miscompile(xlabench_miscompile: Any, xlabench_judge: Any) -> None
             f'{"; ".join(problems[:3])} (set "jaxlib" in its reproducer.json to keep it as known)',
             pytrace=False,
         )
+
+
+def _benchmark_runs(verdict: Any, request: Any) -> BenchmarkRuns | None:
+    """The policy executable's timed runs as a benchmark, if gate (c) judged them."""
+    runs = verdict.row.run_seconds
+    if not (verdict.runtime_judged and runs is not None and runs.sequence):
+        return None
+    return BenchmarkRuns(
+        name=request.node.name,
+        fullname=request.node.nodeid,
+        param=request.node.callspec.id,
+        run_seconds=list(runs.sequence),
+        extra_info={
+            "R": verdict.row.policy_ops,
+            "D": verdict.row.default_ops,
+            "runtime_ratio": verdict.row.runtime_ratio,
+            "default_median_seconds": _median(runs.default),
+        },
+    )
 
 
 def _median(values: list[float]) -> float | None:
