@@ -32,6 +32,7 @@ GATE_TEST = "test_policy_on_graph"
 # default: 0.84-1.26), so absolute times catch only gross slowdowns; gate (c) and the suite-wide
 # geomean, both ratios, catch the rest (docs/measurements.md, 2026-11-27).
 DEFAULT_COMPARE_FAIL = "median:200%"
+RULES = pytest.StashKey[list]()  # the fail rules of this session, once read
 
 
 @dataclass
@@ -157,7 +158,9 @@ def regressions(config: pytest.Config, runs: BenchmarkRuns) -> list[str]:
     bench_session = getattr(config, "_benchmarksession", None)
     if bench_session is None or not bench_session.compare or not bench_session.compared_mapping:
         return []
-    rules, _ = fail_rules(bench_session)
+    if RULES not in config.stash:  # reading the machine's description takes a fraction of a second
+        config.stash[RULES] = fail_rules(bench_session)[0]
+    rules = config.stash[RULES]
     current = runs.metadata(bench_session.options)
     found = []
     for mapping in bench_session.compared_mapping.values():
