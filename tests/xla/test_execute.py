@@ -177,3 +177,18 @@ def test_a_real_miscompile_of_a_low_precision_module_still_fails(attention_bf16_
     wide = [value.astype(np.float32) for value in inputs]
     outputs = execute(lifted, wide).outputs
     assert judge_outputs(lifted, wide, outputs, outputs).reference == "XLA's default executable"
+
+
+def test_low_precision_errors_count_only_where_the_reference_is_finite(recwarn):
+    module = HloModule.from_text(
+        "HloModule divide\n\nENTRY main {\n  a = bf16[4] parameter(0)\n  b = bf16[4] parameter(1)\n"
+        "  ROOT q = bf16[4] divide(a, b)\n}\n"
+    )
+    bf16 = ml_dtypes.bfloat16
+    inputs = [np.array([1, 1, 0, 3], bf16), np.array([1, 0, 0, 2], bf16)]  # 1, inf, nan, 1.5
+    default = execute(module, inputs).outputs
+    verdict = judge_outputs(module, inputs, default, default)
+    assert verdict.problems == [] and verdict.errors[0].max_sequence == 0.0
+    worse = [np.array([1, np.inf, np.nan, 2], bf16)]  # off by 0.5 where the reference is finite
+    assert judge_outputs(module, inputs, default, worse).problems != []
+    assert not [warning for warning in recwarn if issubclass(warning.category, RuntimeWarning)]

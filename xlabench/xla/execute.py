@@ -385,7 +385,8 @@ def _output_error(
     finite = np.isfinite(wide)
 
     def errors(output: np.ndarray) -> tuple[float, float]:
-        difference = np.abs(output.astype(np.float64) - wide)[finite]
+        # Only where the reference is finite: inf - inf elsewhere would warn of an invalid value.
+        difference = np.abs(output.astype(np.float64)[finite] - wide[finite])
         if difference.size == 0:
             return 0.0, 0.0
         if not np.isfinite(difference).all():
