@@ -103,12 +103,23 @@ def test_the_kl_anchor_holds_ppo_near_its_warm_start(small_graph):
         )
         for k in (0.0, 5.0)
     ]
+    # Measured over every state of the warm start's own rollout (XLA's order): at any one state both
+    # policies can be near-deterministic, and two divergences near zero have a ratio of noise.
     env = PassOrderingEnv(graphs=small_graph, **ENVIRONMENT.to_json())
     observation, _ = env.reset(seed=0)
+    states, done = [], False
+    while not done:
+        mask = env.action_masks()
+        states.append((observation, mask))
+        action, _ = runs[0].model.anchor.predict(observation, action_masks=mask, deterministic=True)
+        observation, _, terminated, truncated, _ = env.step(int(action))
+        done = terminated or truncated
     divergences = []
     for run in runs:
         assert run.hyperparameters.clone_kl_coef in (0.0, 5.0) and run.steps >= 256
         model = run.model
-        tensors = model.policy.obs_to_tensor(observation)[0]
-        divergences.append(model.anchor_divergence(tensors, env.action_masks()[None]).item())
+        per_state = [model.anchor_divergence(model.policy.obs_to_tensor(o)[0], m[None]) for o, m in states]
+        divergences.append(float(np.mean([d.item() for d in per_state])))
+    # The pull moved the unanchored policy (by ~2.9 nats on this path); the anchor kept the other near.
+    assert len(states) > 1 and divergences[0] > 0.05
     assert divergences[1] < divergences[0] / 2
