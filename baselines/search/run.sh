@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The search baselines at equal budgets (issue 34): every strategy x budget x split that has no
-# results.json yet, written to baselines/search/STRATEGY/BUDGET/SPLIT/. Resumable: each run keeps a
-# checkpoint under $XLABENCH_CACHE_DIR/search-checkpoints/ and the same command goes on where it stopped.
+# results.json yet, written to baselines/search/STRATEGY/BUDGET/SPLIT/. Resumable: an unfinished run keeps
+# its finished graphs in checkpoint.json beside where results.json goes, and the same command goes on where
+# it stopped. Commit an unfinished run's checkpoint.json to resume it on another machine (a run at 2,000
+# calls outlasts a session); it is removed once results.json is written.
 #
 #   baselines/search/run.sh                                  # the whole grid
 #   STRATEGIES="local guided" BUDGETS=200 SPLITS="test unseen" baselines/search/run.sh
@@ -15,8 +17,6 @@ STRATEGIES="${STRATEGIES:-local greedy beam random guided}"
 BUDGETS="${BUDGETS:-20 200 2000}"
 SPLITS="${SPLITS:-val test unseen}"
 WORKERS="${WORKERS:-2}"
-checkpoints="${XLABENCH_CACHE_DIR:-$HOME/.cache/xlabench}/search-checkpoints"
-mkdir -p "$checkpoints"
 
 for budget in $BUDGETS; do
   for strategy in $STRATEGIES; do
@@ -32,8 +32,9 @@ for budget in $BUDGETS; do
         guide=(--guide general)
       fi
       xlabench eval --policy "search:$strategy" "${guide[@]}" --budget "$budget" --graphs "$split" \
-        --repeats 3 --workers "$WORKERS" --checkpoint "$checkpoints/$strategy-$budget-$split.json" \
+        --repeats 3 --workers "$WORKERS" --checkpoint "$out/checkpoint.json" \
         --json "$out/results.json" --report "$out" || [[ $? -eq 1 ]]  # 1: some outputs differ (reported)
+      rm -f "$out/checkpoint.json"
     done
   done
 done
