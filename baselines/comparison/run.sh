@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The paper's comparison (issue 34, item 5): PPO, PPO + potential-based shaping, PPO + value-function cost
+# features, A2C, DQN, TRPO -- three seeds each from the same warm start, every choice made on val, test
+# measured once -- then `xlabench compare` writes the report here (report.md, report.png,
+# training_curves.png, performance profiles).
+#
+#   baselines/comparison/run.sh                     # every algorithm that has no version yet, then the report
+#   ALGORITHMS="a2c trpo" baselines/comparison/run.sh
+#
+# Each algorithm's version is written to baselines/comparison/policies/ALGO/ and committed: the report is
+# regenerated from them, on any machine. Resumable per algorithm (one with a version is skipped); three
+# seeds take 40-60 min with a warm cache, the first run on a machine ~30 min more for the warm start.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+ALGORITHMS="${ALGORITHMS:-ppo ppo-shaping ppo-value a2c dqn trpo}"
+SEEDS="${SEEDS:-0-2}"
+WORKERS="${WORKERS:-1}"
+export XLABENCH_POLICIES_DIR="$PWD/baselines/comparison/policies"
+
+for algorithm in $ALGORITHMS; do
+  if compgen -G "$XLABENCH_POLICIES_DIR/$algorithm/v*/metadata.json" > /dev/null; then
+    continue
+  fi
+  # The settings chosen on val (docs/measurements.md, 2026-11-27): an entropy bonus and a KL penalty to
+  # the warm start for the PPO family, an entropy bonus for A2C; DQN and TRPO keep their defaults.
+  settings=()
+  case "$algorithm" in
+    ppo | ppo-shaping | ppo-value) settings=(--set ent_coef=0.01 --set clone_kl_coef=0.1) ;;
+    a2c) settings=(--set ent_coef=0.01) ;;
+  esac
+  echo "== $(date -u +%FT%TZ) $algorithm, seeds $SEEDS"
+  xlabench retrain --name "$algorithm" --algo "$algorithm" --seeds "$SEEDS" --reward-baseline default \
+    --select-on val --eval-graphs val,test --workers "$WORKERS" "${settings[@]}"
+done
+
+shopt -s nullglob
+versions=("$XLABENCH_POLICIES_DIR"/*/v*/)
+if [[ ${#versions[@]} -eq 0 ]]; then
+  echo "baselines/comparison: no algorithm has a version yet" >&2
+  exit 1
+fi
+xlabench compare "${versions[@]}" --report baselines/comparison
