@@ -8,8 +8,9 @@
 #   ALGORITHMS="a2c trpo" baselines/comparison/run.sh
 #
 # Each algorithm's version is written to baselines/comparison/policies/ALGO/ and committed: the report is
-# regenerated from them, on any machine. Resumable per algorithm (one with a version is skipped); three
-# seeds take 40-60 min with a warm cache, the first run on a machine ~30 min more for the warm start.
+# regenerated from them, on any machine. Resumable per algorithm (one with a version is skipped), not
+# within one: PPO + shaping's three seeds took 39 min with a warm cache, A2C's had not finished after
+# 2 h 25 min, and the first run on a machine adds ~30 min for the warm start (docs/measurements.md).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -22,8 +23,9 @@ for algorithm in $ALGORITHMS; do
   if compgen -G "$XLABENCH_POLICIES_DIR/$algorithm/v*/metadata.json" > /dev/null; then
     continue
   fi
-  # The settings chosen on val (docs/measurements.md, 2026-11-27): an entropy bonus and a KL penalty to
-  # the warm start for the PPO family, an entropy bonus for A2C; DQN and TRPO keep their defaults.
+  # The PPO family takes the best val setting of the PPO trials (an entropy bonus and a KL penalty to the
+  # warm start; docs/measurements.md, 2026-11-27); A2C the entropy bonus of the earlier comparison runs,
+  # not tuned on val; DQN and TRPO keep their defaults.
   settings=()
   case "$algorithm" in
     ppo | ppo-shaping | ppo-value) settings=(--set ent_coef=0.01 --set clone_kl_coef=0.1) ;;
