@@ -147,6 +147,18 @@ def test_a_checkpoint_of_another_run_or_not_a_checkpoint_is_refused_in_one_line(
     )
 
 
+def test_eval_judges_outputs_by_the_rule_search_and_the_plugin_use(tmp_path):
+    # Greedy search at one call keeps ResNet inference as it came: the same program, no worse. Judged on
+    # signed inputs without the domain check, eval called its outputs different (NaN square roots of
+    # negative variances, which XLA's default pipeline turns into numbers).
+    out = tmp_path / "eval.json"
+    code = main(["eval", "--policy", "search:greedy", "--budget", "1", "--graphs",
+                 "resnet-infer-n111-w16-i32-b4-f32", "--repeats", "1", "--json", str(out)])  # fmt: skip
+    assert code == 0
+    (row,) = json.loads(out.read_text())["graphs"]
+    assert row["sequence"] == [] and "error" not in row and row["runtime_ratio"] > 0
+
+
 def test_a_graph_whose_outputs_differ_is_counted_and_named_in_the_report():
     from xlabench.eval.records import EvaluationRow, summarize
     from xlabench.eval.report import markdown

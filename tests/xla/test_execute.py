@@ -8,12 +8,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from xlabench.graphs import resolve_graphs
 from xlabench.xla import HloModule, default_driver
 from xlabench.xla.execute import (
     compare_outputs,
     execute,
     execute_against_default,
     judge_outputs,
+    judge_runs,
     lifted_to_f32,
     low_precision,
     random_inputs,
@@ -192,3 +194,20 @@ def test_low_precision_errors_count_only_where_the_reference_is_finite(recwarn):
     worse = [np.array([1, np.inf, np.nan, 2], bf16)]  # off by 0.5 where the reference is finite
     assert judge_outputs(module, inputs, default, worse).problems != []
     assert not [warning for warning in recwarn if issubclass(warning.category, RuntimeWarning)]
+
+
+def test_signed_inputs_outside_a_programs_domain_are_no_difference_and_unsigned_ones_stay_inside():
+    # ResNet inference takes square roots of its variances: on signed inputs the module without XLA's
+    # simplifications computes NaN where XLA's default computes numbers. The module as it came (no pass)
+    # is then no worse; on non-negative inputs nothing leaves the domain.
+    graph = resolve_graphs("resnet-infer-n111-w16-i32-b4-f32")[0]
+    module = HloModule.from_text(graph.hlo_text())
+    signed = random_inputs(module, seed=0)
+    sequence_run, default_run = execute_against_default(module, [], module, signed, repeats=0, warmup=0)
+    assert judge_outputs(module, signed, default_run.outputs, sequence_run.outputs).problems != []
+    verdict = judge_runs(module, signed, default_run.outputs, sequence_run.outputs)
+    assert verdict.problems == [] and verdict.outside_domain
+    unsigned = random_inputs(module, seed=0, non_negative=True)
+    sequence_run, default_run = execute_against_default(module, [], module, unsigned, repeats=0, warmup=0)
+    verdict = judge_runs(module, unsigned, default_run.outputs, sequence_run.outputs)
+    assert verdict.problems == [] and not verdict.outside_domain

@@ -152,7 +152,7 @@ def judge_sequence(
     driver: PassDriver | None = None,
     non_negative: bool = True,
 ) -> tuple[OutputsVerdict, list[np.ndarray]]:
-    """A sequence's executable against XLA's default executable of the original: `judge_outputs`' verdict
+    """A sequence's executable against XLA's default executable of the original: `judge_runs`' verdict
     and the default's outputs, both run on `random_inputs(original, seed, non_negative=...)`.
 
     Non-negative inputs by default: a parameter that is a variance or a scale then stays in its domain.
@@ -167,14 +167,28 @@ def judge_sequence(
     sequence_run, default_run = execute_against_default(
         result, applied, original, inputs, repeats=0, warmup=0, driver=driver
     )
-    verdict = judge_outputs(original, inputs, default_run.outputs, sequence_run.outputs, driver)
-    if verdict.problems and _non_finite_where_finite(sequence_run.outputs, default_run.outputs):
+    verdict = judge_runs(original, inputs, default_run.outputs, sequence_run.outputs, driver)
+    return verdict, default_run.outputs
+
+
+def judge_runs(
+    original: HloModule,
+    inputs: list[np.ndarray],
+    default_outputs: list[np.ndarray],
+    sequence_outputs: list[np.ndarray],
+    driver: PassDriver | None = None,
+) -> OutputsVerdict:
+    """`judge_outputs`, unless the inputs left the program's domain: a sequence's outputs not finite where
+    the default's are, and the unsimplified program's not finite there either (`outside_domain`)."""
+    driver = driver or default_driver()
+    verdict = judge_outputs(original, inputs, default_outputs, sequence_outputs, driver)
+    if verdict.problems and _non_finite_where_finite(sequence_outputs, default_outputs):
         # XLA's simplifications assume finite arithmetic (x * 0 -> 0, ...): where the unsimplified
         # program is not finite either, the inputs left its domain and no order is wrong.
         raw = execute(original, inputs, required_only=True, driver=driver).outputs
-        if _non_finite_where_finite(raw, default_run.outputs):
+        if _non_finite_where_finite(raw, default_outputs):
             verdict = OutputsVerdict([], verdict.reference, verdict.errors, outside_domain=True)
-    return verdict, default_run.outputs
+    return verdict
 
 
 def _non_finite_where_finite(outputs: list[np.ndarray], finite_in: list[np.ndarray]) -> bool:
