@@ -53,7 +53,7 @@ def test_retrain_over_seeds_ships_the_best_on_the_selection_graphs(tmp_path, mon
     monkeypatch.setenv("XLABENCH_POLICIES_DIR", str(policies_root))
     arguments = ["retrain", "--name", "tiny", "--graphs", small_graph, "--steps", "64", "--workers", "1",
                  "--seeds", "0-1", "--select-on", small_graph, "--eval-graphs", small_graph,
-                 "--reward-baseline", "default"]  # fmt: skip
+                 "--reward-baseline", "default", "--validate-every", "32"]  # fmt: skip
     assert main(arguments) == 0
     version = policies_root / "tiny" / "v1.0"
     metadata = json.loads((version / "metadata.json").read_text())
@@ -63,4 +63,14 @@ def test_retrain_over_seeds_ships_the_best_on_the_selection_graphs(tmp_path, mon
     assert metadata["seed"] == best["seed"]
     statistics_ = metadata["seed_statistics"]
     assert statistics_["seeds"] == [0, 1] and {"warm_start", "probability_of_improvement"} <= set(statistics_)
+    # The greedy rollout on the selection graphs during training: from the warm start (before any update)
+    # to the policy that ships, every 32 steps; its ends are the seed's two scores.
+    for seed in metadata["seeds"]:
+        steps, values = zip(*seed["validation_curve"], strict=True)
+        assert steps[0] == 0 and list(steps[:3]) == [0, 32, 64] and steps == tuple(sorted(steps))
+        assert values[0] == pytest.approx(seed["warm_start_geomean_vs_default"], abs=1e-6)
+        assert values[-1] == pytest.approx(seed["geomean_vs_default"], abs=1e-6)
+    shipped = metadata["training"]["validation_curve"]
+    assert [step for step, _ in shipped] == [step for step, _ in best["validation_curve"]]
+    assert [value for _, value in shipped] == pytest.approx([value for _, value in best["validation_curve"]])
     assert (version / "training_curves.png").read_bytes()[:4] == b"\x89PNG"

@@ -49,6 +49,8 @@ class SeedScores:
     warm_start: list[float] | None
     curve: list[tuple[int, float]] = field(default_factory=list)
     graphs: list[str] = field(default_factory=list)  # the selection graphs, in the order of the scores
+    # The greedy rollout's geomean vs_default on held-out graphs during training (`Validation`).
+    validation_curve: list[tuple[int, float]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """The seed's entry in a policy's metadata (`seeds`): geomeans, per-graph scores, curve."""
@@ -60,6 +62,7 @@ class SeedScores:
             "vs_default": self.policy,
             "warm_start_vs_default": self.warm_start,
             "curve": self.curve,
+            "validation_curve": self.validation_curve,
         }
 
     @classmethod
@@ -71,6 +74,7 @@ class SeedScores:
             warm_start=entry.get("warm_start_vs_default"),
             curve=[tuple(point) for point in entry.get("curve", [])],
             graphs=list(entry["graphs"]),
+            validation_curve=[tuple(point) for point in entry.get("validation_curve", [])],
         )
 
     def geomean(self, which: str = "policy") -> float:
@@ -189,15 +193,28 @@ def performance_profiles_figure(runs: dict[str, np.ndarray], title: str) -> byte
 
 
 def curves_figure(seeds: list[SeedScores], title: str) -> bytes:
-    """PNG: each seed's learning curve brought to one grid of steps, their mean and 95% interval."""
+    """PNG: each seed's learning curve brought to one grid of steps, their mean and 95% interval; beside
+    it, where the seeds have one, the same for the greedy rollout on held-out graphs (`validation_curve`)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    drawn = [seed for seed in seeds if len(seed.curve) >= 2]
-    curves = [seed.curve for seed in drawn]
-    figure, axes = plt.subplots(figsize=(7, 4))
+    validated = any(len(seed.validation_curve) >= 2 for seed in seeds)
+    columns = 2 if validated else 1
+    figure, panels = plt.subplots(1, columns, figsize=(6 * columns + 1, 4), squeeze=False)
+    _draw_curves(panels[0][0], seeds, "curve", "mean episode return")
+    if validated:
+        _draw_curves(panels[0][1], seeds, "validation_curve", "greedy rollout: geomean vs_default")
+        panels[0][1].set_title("held-out graphs", fontsize="medium")
+    panels[0][0].set_title(title, fontsize="medium")
+    return png_bytes(figure, dpi=100)
+
+
+def _draw_curves(axes: Any, seeds: list[SeedScores], which: str, label: str) -> None:
+    """One panel of `curves_figure`: the seeds' curves `which` on one grid, mean and 95% interval."""
+    drawn = [seed for seed in seeds if len(getattr(seed, which)) >= 2]
+    curves = [getattr(seed, which) for seed in drawn]
     if curves:
         end = min(curve[-1][0] for curve in curves)
         grid = np.linspace(max(curve[0][0] for curve in curves), end, CURVE_GRID)
@@ -213,7 +230,5 @@ def curves_figure(seeds: list[SeedScores], title: str) -> bytes:
         else:
             axes.plot(grid, values[0], label=f"seed {drawn[0].seed}")
     axes.set_xlabel("environment steps")
-    axes.set_ylabel("mean episode return")
-    axes.set_title(title)
+    axes.set_ylabel(label)
     axes.legend()
-    return png_bytes(figure, dpi=100)

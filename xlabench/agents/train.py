@@ -74,6 +74,8 @@ class TrainingRun:
     warm_start_tensors: dict[str, Any] | None = None
     # Training curve: (environment steps, mean episode return) at up to CURVE_POINTS points.
     curve: list[tuple[int, float]] = field(default_factory=list)
+    # With a `Validation`: (environment steps, geomean vs_default of the greedy rollout on its graphs).
+    validation_curve: list[tuple[int, float]] = field(default_factory=list)
 
     def metadata(self, name: str, driver: Any) -> dict[str, Any]:
         """A policy artifact's metadata for this run (`xlabench.policies.artifact.save` adds the rest)."""
@@ -98,6 +100,7 @@ class TrainingRun:
                 "seconds": round(self.seconds, 1),
                 "environments": self.environments,
                 "curve": [[step, round(value, 6)] for step, value in self.curve],
+                "validation_curve": [[step, round(value, 6)] for step, value in self.validation_curve],
             },
             "packages": {
                 package: version(package)
@@ -212,6 +215,69 @@ def progress_callback(total_steps: int) -> Any:
     return Progress()
 
 
+@dataclass(frozen=True)
+class Validation:
+    """Greedy rollouts of the policy being trained on held-out graphs: the curve of the policy as `eval`
+    sees it (one deterministic episode a graph), not of the sampled episodes PPO learns from."""
+
+    graphs: str  # a SPEC, e.g. "val"
+    every: int  # environment steps between two rollouts; the first is before any update
+
+
+def validation_callback(validation: Validation, metadata: dict[str, Any]) -> Any:
+    """A callback that rolls the current policy out on `validation.graphs` before the first update,
+    every `validation.every` steps and at the end; `.curve` holds (steps, geomean vs_default)."""
+    from pathlib import Path
+
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    from xlabench.graphs import resolve_graphs
+    from xlabench.policies.artifact import Artifact
+    from xlabench.policies.policy import Policy, rollout
+
+    graphs = resolve_graphs(validation.graphs)
+
+    class Validate(BaseCallback):
+        def _on_training_start(self) -> None:
+            self.curve: list[tuple[int, float]] = []
+            self.pool = CompilerPool(size=1)
+            self.driver = PassDriver(pool=self.pool)
+            self.defaults: dict[str, int] = {}
+            self.next_at = self.num_timesteps
+            self._validate()
+
+        def _on_step(self) -> bool:
+            if self.num_timesteps >= self.next_at:
+                self._validate()
+            return True
+
+        def _on_training_end(self) -> None:
+            if not self.curve or self.curve[-1][0] != self.num_timesteps:
+                self._validate()
+
+        def close(self) -> None:
+            """Stop the rollouts' compiler (also when training was interrupted)."""
+            if hasattr(self, "pool"):
+                self.pool.close()
+
+        def _validate(self) -> None:
+            tensors = {key: value.detach().clone() for key, value in self.model.policy.state_dict().items()}
+            label = {"name": "(training)", "version": f"(step {self.num_timesteps})"}
+            policy = Policy(Artifact(Path("(in training)"), {**metadata, **label}, tensors))
+            logs = []
+            for graph in graphs:
+                if graph.name not in self.defaults:
+                    module = self.driver.load(graph.hlo_text(), graph.name)
+                    default = self.driver.run_default_pipeline(module)
+                    self.defaults[graph.name] = self.driver.features(default).op_count
+                found = rollout(policy, self.driver, graph)
+                logs.append(np.log(self.defaults[graph.name] / found.op_count))
+            self.curve.append((int(self.num_timesteps), float(np.exp(np.mean(logs)))))
+            self.next_at = self.num_timesteps + validation.every
+
+    return Validate()
+
+
 def train(
     *,
     algorithm: str = "ppo",
@@ -225,12 +291,14 @@ def train(
     warm_start: WarmStartConfig | None = None,
     environment: EnvironmentConfig = ENVIRONMENT,
     hyperparameters: AlgorithmConfig | None = None,
+    validation: Validation | None = None,
 ) -> TrainingRun:
     """Train `algorithm` on the graphs of a SPEC for `steps` environment steps.
 
     The environments run in local processes, or as Ray actors on the cluster at `ray_address`, with
     `environment`'s settings and `hyperparameters` (default the algorithm's own, `HYPERPARAMETERS`).
-    With a `warm_start`, the policy first imitates XLA's own order on the same graphs.
+    With a `warm_start`, the policy first imitates XLA's own order on the same graphs; with a
+    `validation`, its greedy rollout on held-out graphs is measured during training (`validation_curve`).
     """
     config = hyperparameters or hyperparameters_of(algorithm)
     if warm_start is not None and algorithm == "dqn":
@@ -267,13 +335,22 @@ def train(
         if cloned is not None and algorithm in MASKABLE:
             model.set_anchor()
         clone = {key: value.detach().clone() for key, value in model.policy.state_dict().items()}
+        validate = None
         if steps > 0:  # 0: the warm start alone
             callback = progress_callback(steps) if progress else None
+            if validation is not None:
+                actions = default_driver().catalogue.action_passes(environment.action_set)
+                validate = validation_callback(
+                    validation,
+                    {"algorithm": algorithm, "actions": actions, "environment": environment.to_json(),
+                     "hyperparameters": config.to_json()},
+                )  # fmt: skip
+            callbacks = [one for one in (callback, validate) if one is not None]
             try:
-                model.learn(total_timesteps=steps, callback=callback, tb_log_name=algorithm)
+                model.learn(total_timesteps=steps, callback=callbacks, tb_log_name=algorithm)
             finally:
-                if callback is not None:
-                    callback.close()
+                for one in callbacks:
+                    one.close()
         returns, lengths = vector.get_attr("episode_returns"), vector.get_attr("episode_lengths")
         episodes = int(sum(len(buffer) for buffer in returns))
     except KeyboardInterrupt:
@@ -299,6 +376,7 @@ def train(
         warm_start=cloned,
         warm_start_tensors=clone if cloned is not None else None,
         curve=learning_curve(returns, lengths),
+        validation_curve=validate.curve if validate is not None else [],
     )
 
 

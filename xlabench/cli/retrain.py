@@ -58,6 +58,14 @@ def register(subparsers: Any) -> None:
         help="replace one of the algorithm's hyperparameters (HYPERPARAMETERS in xlabench/agents/config.py), "
         "e.g. --set ent_coef=0.01; repeatable, stored in the policy's metadata",
     )
+    parser.add_argument(
+        "--validate-every",
+        type=int,
+        default=0,
+        metavar="STEPS",
+        help="roll the policy out greedily on --select-on every STEPS environment steps of training "
+        "(and before the first update): the curve goes to the metadata and training_curves.png (0: never)",
+    )
     parser.add_argument("--logdir", default=None, help="TensorBoard log directory")
     parser.add_argument("--workers", type=int, default=2, help="environment processes (one compiler each)")
     parser.add_argument(
@@ -108,7 +116,7 @@ def run_retrain(args: argparse.Namespace) -> int:
     (op counts, and outputs executed and judged against XLA's default: `judge_outputs`), then save
     atomically -- unless some graph's outputs are numerically worse than the default's: then nothing is
     written."""
-    from xlabench.agents.train import ENVIRONMENT, WARM_START, train
+    from xlabench.agents.train import ENVIRONMENT, WARM_START, Validation, train
 
     check_name(args.name)  # before hours of training, not after
     if args.steps < 0 or (args.steps == 0 and args.warm_start == "none"):
@@ -123,6 +131,9 @@ def run_retrain(args: argparse.Namespace) -> int:
     if args.reward_baseline is not None:
         environment = environment.replace(reward_baseline=args.reward_baseline)
     warm_start = WARM_START if args.warm_start == "xla-order" and args.algo != "dqn" else None
+    if args.validate_every < 0:
+        raise UserInputError(f"--validate-every must be 0 or more steps, not {args.validate_every}")
+    validation = Validation(args.select_on, args.validate_every) if args.validate_every else None
     runs = [
         train(
             algorithm=args.algo,
@@ -135,6 +146,7 @@ def run_retrain(args: argparse.Namespace) -> int:
             warm_start=warm_start,
             environment=environment,
             hyperparameters=hyperparameters,
+            validation=validation,
         )
         for seed in seeds
     ]
@@ -225,4 +237,6 @@ def _seed_scores(run: Any, args: argparse.Namespace, driver: Any, graphs: list[A
             )
         judged[which] = [row.vs_default for row in sorted(rows, key=lambda row: row.name)]
     names = sorted(graph.name for graph in graphs)
-    return SeedScores(run.seed, judged["policy"], judged["warm start"], list(run.curve), names)
+    return SeedScores(
+        run.seed, judged["policy"], judged["warm start"], list(run.curve), names, list(run.validation_curve)
+    )
