@@ -64,7 +64,7 @@ def test_retrain_writes_nothing_when_outputs_are_worse_than_the_default(policies
 
     # As if the policy's executable computed output 0 less accurately than XLA's default executable.
     worse = OutputsVerdict(["output 0 (f32[8]): 3 of 8 elements differ, largest difference 0.5"], "test")
-    monkeypatch.setattr(evaluate, "judge_runs", lambda *arguments: worse)
+    monkeypatch.setattr(evaluate, "judge_outputs", lambda *arguments: worse)
     arguments = ["retrain", "--name", "tiny", "--graphs", SMALL_GRAPH, "--steps", "0", "--workers", "1",
                  "--eval-graphs", SMALL_GRAPH]  # fmt: skip
     assert main(arguments) == 1

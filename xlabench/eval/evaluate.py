@@ -28,7 +28,7 @@ from xlabench.policies.guided import guided_search
 from xlabench.policies.policy import Policy, rollout
 from xlabench.search import STRATEGIES, SearchResult
 from xlabench.xla import PassDriver
-from xlabench.xla.execute import execute_against_default, judge_runs, random_inputs
+from xlabench.xla.execute import execute_against_default, judge_outputs, random_inputs
 from xlabench.xla.pool import CompilerPool
 
 SEARCH_PREFIX = "search:"
@@ -114,7 +114,7 @@ def evaluate_graph(
                 driver=driver,
                 min_seconds=min_run_seconds,
             )
-            judged = judge_runs(module, inputs, default_run.outputs, sequence_run.outputs, driver)
+            judged = judge_outputs(module, inputs, default_run.outputs, sequence_run.outputs, driver)
             problems = judged.problems
             if judged.errors:  # low-precision arithmetic: both errors against the f32 reference, kept
                 row.output_errors = list(judged.errors)

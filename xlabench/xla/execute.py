@@ -152,7 +152,7 @@ def judge_sequence(
     driver: PassDriver | None = None,
     non_negative: bool = True,
 ) -> tuple[OutputsVerdict, list[np.ndarray]]:
-    """A sequence's executable against XLA's default executable of the original: `judge_runs`' verdict
+    """A sequence's executable against XLA's default executable of the original: `judge_outputs`' verdict
     and the default's outputs, both run on `random_inputs(original, seed, non_negative=...)`.
 
     Non-negative inputs by default: a parameter that is a variance or a scale then stays in its domain.
@@ -167,28 +167,8 @@ def judge_sequence(
     sequence_run, default_run = execute_against_default(
         result, applied, original, inputs, repeats=0, warmup=0, driver=driver
     )
-    verdict = judge_runs(original, inputs, default_run.outputs, sequence_run.outputs, driver)
+    verdict = judge_outputs(original, inputs, default_run.outputs, sequence_run.outputs, driver)
     return verdict, default_run.outputs
-
-
-def judge_runs(
-    original: HloModule,
-    inputs: list[np.ndarray],
-    default_outputs: list[np.ndarray],
-    sequence_outputs: list[np.ndarray],
-    driver: PassDriver | None = None,
-) -> OutputsVerdict:
-    """`judge_outputs`, unless the inputs left the program's domain: a sequence's outputs not finite where
-    the default's are, and the unsimplified program's not finite there either (`outside_domain`)."""
-    driver = driver or default_driver()
-    verdict = judge_outputs(original, inputs, default_outputs, sequence_outputs, driver)
-    if verdict.problems and _non_finite_where_finite(sequence_outputs, default_outputs):
-        # XLA's simplifications assume finite arithmetic (x * 0 -> 0, ...): where the unsimplified
-        # program is not finite either, the inputs left its domain and no order is wrong.
-        raw = execute(original, inputs, required_only=True, driver=driver).outputs
-        if _non_finite_where_finite(raw, default_outputs):
-            verdict = OutputsVerdict([], verdict.reference, verdict.errors, outside_domain=True)
-    return verdict
 
 
 def _non_finite_where_finite(outputs: list[np.ndarray], finite_in: list[np.ndarray]) -> bool:
@@ -330,8 +310,28 @@ def judge_outputs(
     the same inputs), next to the default's error: it fails when its rms or max error is materially
     worse (NUMERICS_SLACK beyond the default's, plus NUMERICS_FLOOR of the reference's scale), or
     where the reference is finite and it is not while the default is. Other outputs match exactly.
+
+    A sequence whose outputs are not finite where the default's are passes when the program without
+    XLA's simplifications is not finite there either (`outside_domain`): XLA's simplifications assume
+    finite arithmetic (x * 0 -> 0, ...), and such inputs left the program's domain; no order is wrong.
     """
     driver = driver or default_driver()
+    verdict = _judge_against_default(original, inputs, default_outputs, sequence_outputs, driver)
+    if verdict.problems and _non_finite_where_finite(sequence_outputs, default_outputs):
+        raw = execute(original, inputs, required_only=True, driver=driver).outputs
+        if _non_finite_where_finite(raw, default_outputs):
+            verdict = OutputsVerdict([], verdict.reference, verdict.errors, outside_domain=True)
+    return verdict
+
+
+def _judge_against_default(
+    original: HloModule,
+    inputs: list[np.ndarray],
+    default_outputs: list[np.ndarray],
+    sequence_outputs: list[np.ndarray],
+    driver: PassDriver,
+) -> OutputsVerdict:
+    """`judge_outputs` without the domain check."""
     if not low_precision(original.text):
         return OutputsVerdict(compare_outputs(default_outputs, sequence_outputs), "XLA's default executable")
     try:
