@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from xlabench.agents.seeds import SeedScores, parse_seeds, probability_of_improvement, statistics
+from xlabench.agents.seeds import SeedScores, best_seed, parse_seeds, probability_of_improvement, statistics
 from xlabench.cli import main
 from xlabench.errors import UserInputError
 
@@ -32,6 +32,18 @@ def test_intervals_say_whether_the_policy_beats_its_warm_start():
     assert statistics(seeds, repetitions=200) == result  # seeded: the same scores, the same bounds
     same = [SeedScores(seed, list(warm[seed]), list(warm[seed])) for seed in range(5)]
     assert not statistics(same, repetitions=200)["policy_beats_warm_start"]
+
+
+def test_the_seed_that_ships_is_the_best_whose_outputs_are_no_worse():
+    worse = ["gru-train-bf16: output 28: error vs f32 reference rms 0.0226 (XLA's default 0.00306)"]
+    seeds = [
+        SeedScores(0, [1.00, 1.01], None),
+        SeedScores(1, [1.02, 1.03], None, outputs_worse=worse),  # the best count, worse numerics
+        SeedScores(2, [1.01, 1.01], None),
+    ]
+    assert best_seed(seeds).seed == 2
+    assert SeedScores.from_json(seeds[1].to_json()).outputs_worse == worse
+    assert best_seed([seeds[1]]) is None
 
 
 def test_the_probability_of_improvement_is_rliables():
@@ -74,3 +86,24 @@ def test_retrain_over_seeds_ships_the_best_on_the_selection_graphs(tmp_path, mon
     assert [step for step, _ in shipped] == [step for step, _ in best["validation_curve"]]
     assert [value for _, value in shipped] == pytest.approx([value for _, value in best["validation_curve"]])
     assert (version / "training_curves.png").read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.slow
+def test_retrain_writes_nothing_when_every_seed_is_numerically_worse(
+    tmp_path, monkeypatch, capsys, small_graph
+):
+    from xlabench.eval import evaluate
+    from xlabench.xla.execute import OutputsVerdict
+
+    # As if every seed's executable computed output 0 less accurately than XLA's default executable.
+    worse = OutputsVerdict(["output 0 (f32[8]): 3 of 8 elements differ, largest difference 0.5"], "test")
+    monkeypatch.setattr(evaluate, "judge_outputs", lambda *arguments: worse)
+    monkeypatch.setenv("XLABENCH_POLICIES_DIR", str(tmp_path / "policies"))
+    arguments = ["retrain", "--name", "tiny", "--graphs", small_graph, "--steps", "0", "--workers", "1",
+                 "--seeds", "0-1", "--select-on", small_graph, "--eval-graphs", ""]  # fmt: skip
+    assert main(arguments) == 1
+    captured = capsys.readouterr()
+    assert "seed 1 on" in captured.out and "outputs worse than the default's on 1 graph(s)" in captured.out
+    assert "seed 0: " in captured.err and "3 of 8 elements differ" in captured.err
+    assert "tiny not written: every seed's outputs are numerically worse" in captured.err
+    assert not (tmp_path / "policies" / "tiny").exists()

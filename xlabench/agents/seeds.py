@@ -51,6 +51,8 @@ class SeedScores:
     graphs: list[str] = field(default_factory=list)  # the selection graphs, in the order of the scores
     # The greedy rollout's geomean vs_default on held-out graphs during training (`Validation`).
     validation_curve: list[tuple[int, float]] = field(default_factory=list)
+    # One line per selection graph where the policy's outputs are numerically worse than XLA's default's.
+    outputs_worse: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """The seed's entry in a policy's metadata (`seeds`): geomeans, per-graph scores, curve."""
@@ -63,6 +65,7 @@ class SeedScores:
             "warm_start_vs_default": self.warm_start,
             "curve": self.curve,
             "validation_curve": self.validation_curve,
+            "outputs_worse": self.outputs_worse,
         }
 
     @classmethod
@@ -75,12 +78,20 @@ class SeedScores:
             curve=[tuple(point) for point in entry.get("curve", [])],
             graphs=list(entry["graphs"]),
             validation_curve=[tuple(point) for point in entry.get("validation_curve", [])],
+            outputs_worse=list(entry.get("outputs_worse", [])),
         )
 
     def geomean(self, which: str = "policy") -> float:
         """Geomean `vs_default` of the policy (or the warm start) over the selection graphs."""
         values = self.policy if which == "policy" else self.warm_start
         return float(np.exp(np.mean(np.log(values)))) if values else float("nan")
+
+
+def best_seed(seeds: list[SeedScores]) -> SeedScores | None:
+    """The seed that ships: the best geomean among those whose outputs are no worse than XLA's default's
+    on every selection graph (a numerically worse sequence is no win); None when no seed is."""
+    eligible = [seed for seed in seeds if not seed.outputs_worse]
+    return max(eligible, key=SeedScores.geomean) if eligible else None
 
 
 @contextlib.contextmanager

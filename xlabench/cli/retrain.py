@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xlabench.agents.config import ALGORITHMS, AlgorithmConfig, hyperparameters_of
-from xlabench.agents.seeds import SeedScores, curves_figure, parse_seeds, statistics
+from xlabench.agents.seeds import SeedScores, best_seed, curves_figure, parse_seeds, statistics
 from xlabench.errors import UserInputError
 from xlabench.eval.evaluate import evaluate_graphs
 from xlabench.eval.records import summarize
@@ -159,8 +159,20 @@ def run_retrain(args: argparse.Namespace) -> int:
         run = runs[0]
         if args.seeds:
             scores = [_seed_scores(run, args, driver, select_graphs) for run in runs]
-            best = max(range(len(runs)), key=lambda index: scores[index].geomean())
-            run, selection = runs[best], statistics(scores)
+            selection = statistics(scores)
+            best = best_seed(scores)
+            if best is None:
+                for score in scores:
+                    for line in score.outputs_worse:
+                        print(f"xlabench: retrain: seed {score.seed}: {line}", file=sys.stderr)
+                print(
+                    f"xlabench: retrain: {args.name} not written: every seed's outputs are numerically "
+                    f"worse than XLA's default on some graph of {args.select_on} (above); on "
+                    f"{args.select_on}, {seed_statistics_line(selection)}",
+                    file=sys.stderr,
+                )
+                return 1
+            run = runs[scores.index(best)]
             print(f"retrain: on {args.select_on}, {seed_statistics_line(selection)}; seed {run.seed} ships")
         metadata = run.metadata(args.name, driver)
         if selection is not None:
@@ -218,18 +230,23 @@ def _policy(metadata: dict[str, Any], tensors: dict[str, Any]) -> Any:
 
 
 def _seed_scores(run: Any, args: argparse.Namespace, driver: Any, graphs: list[Any]) -> Any:
-    """One seed's policy and warm start rolled out on the selection graphs (op counts)."""
+    """One seed's policy and warm start rolled out on the selection graphs (op counts), the policy's
+    outputs executed and judged as the final evaluation judges them (one run each: no timing)."""
 
     metadata = run.metadata(args.name, driver)
     judged = {}
+    worse: list[str] = []
     for which, tensors in (("policy", run.model.policy.state_dict()), ("warm start", run.warm_start_tensors)):
         if tensors is None:
             judged[which] = None
             continue
+        execute = which == "policy"
         rows = evaluate_graphs(
-            driver, graphs, "policy", {"policy": _policy(metadata, tensors)}, False, 0, args.workers,
-            f"seed {run.seed}: {which} on {args.select_on}", args.ray,
+            driver, graphs, "policy", {"policy": _policy(metadata, tensors)}, execute, 1 if execute else 0,
+            args.workers, f"seed {run.seed}: {which} on {args.select_on}", args.ray,
         )  # fmt: skip
+        if execute:
+            worse = numerically_worse(rows)
         failed = [row.name for row in rows if row.vs_default is None]
         if failed:
             raise UserInputError(
@@ -237,6 +254,11 @@ def _seed_scores(run: Any, args: argparse.Namespace, driver: Any, graphs: list[A
             )
         judged[which] = [row.vs_default for row in sorted(rows, key=lambda row: row.name)]
     names = sorted(graph.name for graph in graphs)
-    return SeedScores(
-        run.seed, judged["policy"], judged["warm start"], list(run.curve), names, list(run.validation_curve)
-    )
+    scores = SeedScores(
+        run.seed, judged["policy"], judged["warm start"], list(run.curve), names, list(run.validation_curve),
+        outputs_worse=worse,
+    )  # fmt: skip
+    warm = f", warm start {scores.geomean('warm_start'):.4f}" if scores.warm_start else ""
+    numerics = f", outputs worse than the default's on {len(worse)} graph(s)" if worse else ""
+    print(f"retrain: seed {run.seed} on {args.select_on}: policy {scores.geomean():.4f}{warm}{numerics}")
+    return scores
