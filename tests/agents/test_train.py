@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from xlabench.agents.config import hyperparameters_of
-from xlabench.agents.train import ENVIRONMENT, WARM_START, train
+from xlabench.agents.train import ENVIRONMENT, WARM_START, Validation, train
 from xlabench.env import PassOrderingEnv
 from xlabench.policies.networks import ValueFeaturesPolicy, policy_kwargs
 from xlabench.xla import default_driver
@@ -26,6 +26,18 @@ def test_ppo_trains_the_steps_asked_and_a_seed_repeats_it(small_graph):
     assert first.curve == again.curve
     weights, repeated = first.model.policy.state_dict(), again.model.policy.state_dict()
     assert all(torch.equal(weights[key], repeated[key]) for key in weights)
+
+
+def test_validation_rollouts_leave_training_as_it_would_be_without_them(small_graph):
+    plain = train(algorithm="ppo", graphs=small_graph, steps=128, seed=3, environments=1, progress=False)
+    watched = train(
+        algorithm="ppo", graphs=small_graph, steps=128, seed=3, environments=1, progress=False,
+        validation=Validation(small_graph, 32),
+    )  # fmt: skip
+    assert [step for step, _ in watched.validation_curve] == [0, 32, 64, 96, 128]
+    assert watched.curve == plain.curve
+    weights, observed = plain.model.policy.state_dict(), watched.model.policy.state_dict()
+    assert all(torch.equal(weights[key], observed[key]) for key in weights)
 
 
 @pytest.mark.parametrize("algorithm", ["ppo-shaping", "ppo-value", "a2c", "dqn", "trpo"])

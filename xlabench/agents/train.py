@@ -229,6 +229,7 @@ def validation_callback(validation: Validation, metadata: dict[str, Any]) -> Any
     every `validation.every` steps and at the end; `.curve` holds (steps, geomean vs_default)."""
     from pathlib import Path
 
+    import torch
     from stable_baselines3.common.callbacks import BaseCallback
 
     from xlabench.graphs import resolve_graphs
@@ -261,6 +262,13 @@ def validation_callback(validation: Validation, metadata: dict[str, Any]) -> Any
                 self.pool.close()
 
         def _validate(self) -> None:
+            # An observer: building the rollout's network draws from torch's generator, which PPO samples
+            # its actions from; forked, training goes on as it would without validation.
+            with torch.random.fork_rng(devices=[]):
+                self._roll_out()
+            self.next_at = self.num_timesteps + validation.every
+
+        def _roll_out(self) -> None:
             tensors = {key: value.detach().clone() for key, value in self.model.policy.state_dict().items()}
             label = {"name": "(training)", "version": f"(step {self.num_timesteps})"}
             policy = Policy(Artifact(Path("(in training)"), {**metadata, **label}, tensors))
@@ -273,7 +281,6 @@ def validation_callback(validation: Validation, metadata: dict[str, Any]) -> Any
                 found = rollout(policy, self.driver, graph)
                 logs.append(np.log(self.defaults[graph.name] / found.op_count))
             self.curve.append((int(self.num_timesteps), float(np.exp(np.mean(logs)))))
-            self.next_at = self.num_timesteps + validation.every
 
     return Validate()
 
