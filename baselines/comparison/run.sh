@@ -8,9 +8,11 @@
 #   ALGORITHMS="a2c trpo" baselines/comparison/run.sh
 #
 # Each algorithm's version is written to baselines/comparison/policies/ALGO/ and committed: the report is
-# regenerated from them, on any machine. Resumable per algorithm (one with a version is skipped), not
-# within one: PPO + shaping's three seeds took 39 min with a warm cache, A2C's had not finished after
-# 2 h 25 min, and the first run on a machine adds ~30 min for the warm start (docs/measurements.md).
+# regenerated from them, on any machine. Resumable per algorithm (one with a version is skipped) and
+# within one, per seed: each trained seed is kept in baselines/comparison/checkpoints/ALGO/ until the
+# version is written (commit it to resume on another machine). PPO + shaping's three seeds took 39 min with
+# a warm cache, A2C's had not finished after 2 h 25 min, and the first run on a machine adds ~30 min for
+# the warm start (docs/measurements.md).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -33,7 +35,8 @@ for algorithm in $ALGORITHMS; do
   esac
   echo "== $(date -u +%FT%TZ) $algorithm, seeds $SEEDS"
   xlabench retrain --name "$algorithm" --algo "$algorithm" --seeds "$SEEDS" --reward-baseline default \
-    --select-on val --eval-graphs val,test --workers "$WORKERS" "${settings[@]}"
+    --select-on val --eval-graphs val,test --workers "$WORKERS" "${settings[@]}" \
+    --checkpoint "baselines/comparison/checkpoints/$algorithm"
 done
 
 shopt -s nullglob

@@ -58,7 +58,7 @@ WARM_START = WarmStartConfig()
 class TrainingRun:
     """What `train` returns: the model, and how the run went."""
 
-    model: Any
+    model: Any  # None for a run read back from a checkpoint (`xlabench.agents.checkpoint`): only its weights
     algorithm: str
     hyperparameters: AlgorithmConfig
     environment: EnvironmentConfig
@@ -76,6 +76,8 @@ class TrainingRun:
     curve: list[tuple[int, float]] = field(default_factory=list)
     # With a `Validation`: (environment steps, geomean vs_default of the greedy rollout on its graphs).
     validation_curve: list[tuple[int, float]] = field(default_factory=list)
+    # The policy network's weights at the end of the run (its state_dict).
+    weights: dict[str, Any] = field(default_factory=dict)
 
     def metadata(self, name: str, driver: Any) -> dict[str, Any]:
         """A policy artifact's metadata for this run (`xlabench.policies.artifact.save` adds the rest)."""
@@ -102,12 +104,17 @@ class TrainingRun:
                 "curve": [[step, round(value, 6)] for step, value in self.curve],
                 "validation_curve": [[step, round(value, 6)] for step, value in self.validation_curve],
             },
-            "packages": {
-                package: version(package)
-                for package in ("xlabench", "torch", "stable_baselines3", "sb3_contrib", "gymnasium")
-            },
+            "packages": package_versions(),
             "eval": {},
         }
+
+
+def package_versions() -> dict[str, str]:
+    """The versions of the packages a trained policy depends on, besides jaxlib."""
+    return {
+        package: version(package)
+        for package in ("xlabench", "torch", "stable_baselines3", "sb3_contrib", "gymnasium")
+    }
 
 
 def make_environment(
@@ -384,6 +391,7 @@ def train(
         warm_start_tensors=clone if cloned is not None else None,
         curve=learning_curve(returns, lengths),
         validation_curve=validate.curve if validate is not None else [],
+        weights=model.policy.state_dict(),
     )
 
 

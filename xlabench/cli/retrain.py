@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -66,6 +67,12 @@ def register(subparsers: Any) -> None:
         help="roll the policy out greedily on --select-on every STEPS environment steps of training "
         "(and before the first update): the curve goes to the metadata and training_curves.png (0: never)",
     )
+    parser.add_argument(
+        "--checkpoint",
+        metavar="DIR",
+        help="keep each seed in DIR once it is trained: the same command, interrupted, trains only the "
+        "seeds DIR lacks (DIR is removed once the version is written)",
+    )
     parser.add_argument("--logdir", default=None, help="TensorBoard log directory")
     parser.add_argument("--workers", type=int, default=2, help="environment processes (one compiler each)")
     parser.add_argument(
@@ -116,7 +123,8 @@ def run_retrain(args: argparse.Namespace) -> int:
     (op counts, and outputs executed and judged against XLA's default: `judge_outputs`), then save
     atomically -- unless some graph's outputs are numerically worse than the default's: then nothing is
     written."""
-    from xlabench.agents.train import ENVIRONMENT, WARM_START, Validation, train
+    from xlabench.agents.checkpoint import SeedCheckpoint
+    from xlabench.agents.train import ENVIRONMENT, WARM_START, Validation, package_versions, train
 
     check_name(args.name)  # before hours of training, not after
     if args.steps < 0 or (args.steps == 0 and args.warm_start == "none"):
@@ -134,22 +142,44 @@ def run_retrain(args: argparse.Namespace) -> int:
     if args.validate_every < 0:
         raise UserInputError(f"--validate-every must be 0 or more steps, not {args.validate_every}")
     validation = Validation(args.select_on, args.validate_every) if args.validate_every else None
-    runs = [
-        train(
-            algorithm=args.algo,
-            graphs=args.graphs,
-            steps=args.steps,
-            seed=seed,
-            environments=args.workers,
-            logdir=args.logdir,
-            ray_address=args.ray,
-            warm_start=warm_start,
-            environment=environment,
-            hyperparameters=hyperparameters,
-            validation=validation,
-        )
-        for seed in seeds
-    ]
+    checkpoint = None
+    if args.checkpoint:
+        # What makes a seed's run what it is; not --name, --eval-graphs or --ray (where it runs).
+        settings = {
+            "algorithm": args.algo,
+            "graphs": args.graphs,
+            "steps": args.steps,
+            "environment": environment.to_json(),
+            "hyperparameters": hyperparameters.to_json(),
+            "warm_start": warm_start.to_json() if warm_start is not None else None,
+            "validation": [args.select_on, args.validate_every] if validation is not None else None,
+            "environments": args.workers,
+            "packages": {**package_versions(), "jaxlib": version("jaxlib")},
+        }
+        checkpoint = SeedCheckpoint(Path(args.checkpoint), settings)
+        finished = [seed for seed in checkpoint.open() if seed in seeds]
+        if finished:
+            print(f"retrain: seeds {', '.join(map(str, finished))} already trained in {args.checkpoint}")
+    runs = []
+    for seed in seeds:
+        run = checkpoint.load(seed, hyperparameters, environment) if checkpoint is not None else None
+        if run is None:
+            run = train(
+                algorithm=args.algo,
+                graphs=args.graphs,
+                steps=args.steps,
+                seed=seed,
+                environments=args.workers,
+                logdir=args.logdir,
+                ray_address=args.ray,
+                warm_start=warm_start,
+                environment=environment,
+                hyperparameters=hyperparameters,
+                validation=validation,
+            )
+            if checkpoint is not None:
+                checkpoint.save(run)
+        runs.append(run)
     pool = CompilerPool(size=max(1, args.workers))
     driver = PassDriver(pool=pool)
     worse: list[str] = []
@@ -179,7 +209,7 @@ def run_retrain(args: argparse.Namespace) -> int:
             metadata["selected_on"] = args.select_on
             metadata["seeds"] = [score.to_json() for score in scores]
             metadata["seed_statistics"] = selection
-        policy = _policy(metadata, run.model.policy.state_dict())
+        policy = _policy(metadata, run.weights)
         for spec, graphs in eval_graphs.items():
             rows = evaluate_graphs(
                 driver, graphs, "policy", {"policy": policy}, True, EVAL_REPEATS, args.workers,
@@ -218,7 +248,9 @@ def run_retrain(args: argparse.Namespace) -> int:
     if selection is not None:
         title = f"{args.name}: {run.algorithm} on {args.graphs}, seeds {args.seeds}"
         files["training_curves.png"] = curves_figure(scores, title)
-    path = save(args.name, run.model.policy.state_dict(), metadata, change, files=files)
+    path = save(args.name, run.weights, metadata, change, files=files)
+    if checkpoint is not None:
+        checkpoint.remove()
     print(f"wrote {path} ({change})")
     return 0
 
@@ -236,7 +268,7 @@ def _seed_scores(run: Any, args: argparse.Namespace, driver: Any, graphs: list[A
     metadata = run.metadata(args.name, driver)
     judged = {}
     worse: list[str] = []
-    for which, tensors in (("policy", run.model.policy.state_dict()), ("warm start", run.warm_start_tensors)):
+    for which, tensors in (("policy", run.weights), ("warm start", run.warm_start_tensors)):
         if tensors is None:
             judged[which] = None
             continue

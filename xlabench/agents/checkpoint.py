@@ -1,0 +1,134 @@
+"""The finished seeds of a `retrain` run, kept on disk so that an interrupted run goes on where it stopped.
+
+Three seeds of A2C outlast a session on 2 cores; a stop loses every seed trained so far. With
+`--checkpoint DIR`, each seed's run goes to DIR as soon as it is trained: its network's weights before
+and after RL as safetensors (tensors only: loading runs no pickled code, and each file's sha256 is
+checked), the rest of `TrainingRun` as JSON, written last, so a seed counts only once all its files are
+complete. The same command later trains only the seeds DIR lacks. DIR remembers the settings that make a
+seed's run what it is (algorithm, graphs, steps, environment, hyperparameters, warm start, validation,
+environment processes, package versions): a run with other settings is refused in one line rather than
+mixing seeds of two configurations.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from xlabench.agents.config import AlgorithmConfig
+from xlabench.agents.train import TrainingRun
+from xlabench.env.config import EnvironmentConfig
+from xlabench.errors import UserInputError
+from xlabench.files import json_bytes, write_atomically
+
+SETTINGS_FILE = "settings.json"
+FORMAT = 1
+
+
+@dataclass
+class SeedCheckpoint:
+    """A directory of finished seeds, all trained with `settings` (a JSON document)."""
+
+    directory: Path
+    settings: dict[str, Any]
+
+    def open(self) -> list[int]:
+        """Check that the directory holds seeds of these settings (or start it); the seeds it holds."""
+        path = self.directory / SETTINGS_FILE
+        if not path.exists():
+            write_atomically(path, json_bytes({"format": FORMAT, "settings": self.settings}, sort_keys=True))
+            return []
+        stored = _read_json(path).get("settings") or {}
+        if stored != self.settings:
+            keys = {*self.settings, *stored}
+            differ = sorted(key for key in keys if stored.get(key) != self.settings.get(key))
+            raise UserInputError(
+                f"checkpoint {self.directory}: made with other settings ({', '.join(differ)}); "
+                "rerun with its settings, or remove it"
+            )
+        return sorted(int(path.stem.removeprefix("seed-")) for path in self.directory.glob("seed-*.json"))
+
+    def save(self, run: TrainingRun) -> None:
+        """Keep a finished seed's run: weights first, then the record that names their checksums."""
+        from safetensors.torch import save
+
+        record = {
+            "format": FORMAT,
+            "seed": run.seed,
+            "algorithm": run.algorithm,
+            "actions": run.actions,
+            "steps": run.steps,
+            "episodes": run.episodes,
+            "seconds": run.seconds,
+            "graphs": run.graphs,
+            "environments": run.environments,
+            "warm_start": run.warm_start,
+            "curve": run.curve,
+            "validation_curve": run.validation_curve,
+            "weights_sha256": {},
+        }
+        for which, tensors in (("policy", run.weights), ("warm_start", run.warm_start_tensors)):
+            if tensors is None:
+                continue
+            data = save({key: value.detach().contiguous() for key, value in tensors.items()})
+            write_atomically(self.directory / f"seed-{run.seed}.{which}.safetensors", data)
+            record["weights_sha256"][which] = hashlib.sha256(data).hexdigest()
+        write_atomically(self.directory / f"seed-{run.seed}.json", json_bytes(record))
+
+    def load(
+        self, seed: int, hyperparameters: AlgorithmConfig, environment: EnvironmentConfig
+    ) -> TrainingRun | None:
+        """A finished seed's run (no model: its weights), or None when the directory does not hold it."""
+        from safetensors.torch import load
+
+        path = self.directory / f"seed-{seed}.json"
+        if not path.exists():
+            return None
+        record = _read_json(path)
+        tensors: dict[str, Any] = {}
+        for which, checksum in record.get("weights_sha256", {}).items():
+            weights = self.directory / f"seed-{seed}.{which}.safetensors"
+            data = weights.read_bytes() if weights.exists() else b""
+            if hashlib.sha256(data).hexdigest() != checksum:
+                raise UserInputError(f"checkpoint {weights}: missing, or not the file it was (checksum)")
+            tensors[which] = load(data)
+        if "policy" not in tensors:
+            raise UserInputError(f"checkpoint {path}: names no policy weights")
+        # hyperparameters and environment are those of the settings `open` checked.
+        return TrainingRun(
+            model=None,
+            algorithm=record["algorithm"],
+            hyperparameters=hyperparameters,
+            environment=environment,
+            actions=record["actions"],
+            steps=record["steps"],
+            episodes=record["episodes"],
+            seconds=record["seconds"],
+            seed=record["seed"],
+            graphs=record["graphs"],
+            environments=record["environments"],
+            warm_start=record["warm_start"],
+            warm_start_tensors=tensors.get("warm_start"),
+            curve=[(step, value) for step, value in record["curve"]],
+            validation_curve=[(step, value) for step, value in record["validation_curve"]],
+            weights=tensors["policy"],
+        )
+
+    def remove(self) -> None:
+        """Delete the directory (its version is written)."""
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    """A checkpoint file's JSON object; one clear error when it is not one."""
+    try:
+        document = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise UserInputError(f"checkpoint {path}: not readable JSON ({error})") from None
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        raise UserInputError(f"checkpoint {path}: not a retrain checkpoint of format {FORMAT}")
+    return document
