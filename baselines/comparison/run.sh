@@ -7,8 +7,10 @@
 #   baselines/comparison/run.sh                     # every algorithm that has no version yet, then the report
 #   ALGORITHMS="a2c trpo" baselines/comparison/run.sh
 #
-# Each algorithm's version is written to baselines/comparison/policies/ALGO/ and committed: the report is
-# regenerated from them, on any machine. Resumable per algorithm (one with a version is skipped) and
+# Each algorithm's version is written to baselines/comparison/policies/ALGO/ and committed, and its seeds'
+# scores to baselines/comparison/seeds/ALGO.json (the one record of an algorithm whose every seed is
+# numerically worse than XLA's default, so that no version is written): the report is regenerated from
+# them, on any machine. Resumable per algorithm (one with a version is skipped) and
 # within one, per seed: each trained seed is kept in baselines/comparison/checkpoints/ALGO/ until the
 # version is written (commit it to resume on another machine). PPO + shaping's three seeds took 39 min with
 # a warm cache, A2C's had not finished after 2 h 25 min, and the first run on a machine adds ~30 min for
@@ -22,7 +24,9 @@ WORKERS="${WORKERS:-1}"
 export XLABENCH_POLICIES_DIR="$PWD/baselines/comparison/policies"
 
 for algorithm in $ALGORITHMS; do
-  if compgen -G "$XLABENCH_POLICIES_DIR/$algorithm/v*/metadata.json" > /dev/null; then
+  # Done: a version, or seed scores without one (every seed numerically worse: retrain writes none).
+  if compgen -G "$XLABENCH_POLICIES_DIR/$algorithm/v*/metadata.json" > /dev/null ||
+    [[ -f "baselines/comparison/seeds/$algorithm.json" ]]; then
     continue
   fi
   # The PPO family takes the best val setting of the PPO trials (an entropy bonus and a KL penalty to the
@@ -34,15 +38,31 @@ for algorithm in $ALGORITHMS; do
     a2c) settings=(--set ent_coef=0.01) ;;
   esac
   echo "== $(date -u +%FT%TZ) $algorithm, seeds $SEEDS"
+  status=0
   xlabench retrain --name "$algorithm" --algo "$algorithm" --seeds "$SEEDS" --reward-baseline default \
     --select-on val --eval-graphs val,test --workers "$WORKERS" "${settings[@]}" \
-    --checkpoint "baselines/comparison/checkpoints/$algorithm"
+    --checkpoint "baselines/comparison/checkpoints/$algorithm" \
+    --seed-scores "baselines/comparison/seeds/$algorithm.json" || status=$?
+  if [[ $status -eq 1 ]]; then  # no version (why: above, and in the seed scores): nothing to resume
+    rm -rf "baselines/comparison/checkpoints/$algorithm"
+  elif [[ $status -ne 0 ]]; then
+    exit "$status"
+  fi
 done
 
+# Each algorithm's version, or its seed scores where it has none.
 shopt -s nullglob
-versions=("$XLABENCH_POLICIES_DIR"/*/v*/)
-if [[ ${#versions[@]} -eq 0 ]]; then
-  echo "baselines/comparison: no algorithm has a version yet" >&2
+results=()
+for algorithm in ppo ppo-shaping ppo-value a2c dqn trpo; do
+  versions=("$XLABENCH_POLICIES_DIR/$algorithm"/v*/)
+  if [[ ${#versions[@]} -gt 0 ]]; then
+    results+=("${versions[@]}")
+  elif [[ -f "baselines/comparison/seeds/$algorithm.json" ]]; then
+    results+=("baselines/comparison/seeds/$algorithm.json")
+  fi
+done
+if [[ ${#results[@]} -eq 0 ]]; then
+  echo "baselines/comparison: no algorithm has a version or seed scores yet" >&2
   exit 1
 fi
-xlabench compare "${versions[@]}" --report baselines/comparison
+xlabench compare "${results[@]}" --report baselines/comparison

@@ -99,9 +99,16 @@ def test_retrain_writes_nothing_when_every_seed_is_numerically_worse(
     worse = OutputsVerdict(["output 0 (f32[8]): 3 of 8 elements differ, largest difference 0.5"], "test")
     monkeypatch.setattr(evaluate, "judge_outputs", lambda *arguments: worse)
     monkeypatch.setenv("XLABENCH_POLICIES_DIR", str(tmp_path / "policies"))
+    scores = tmp_path / "scores.json"
     arguments = ["retrain", "--name", "tiny", "--graphs", small_graph, "--steps", "0", "--workers", "1",
-                 "--seeds", "0-1", "--select-on", small_graph, "--eval-graphs", ""]  # fmt: skip
+                 "--seeds", "0-1", "--select-on", small_graph, "--eval-graphs", "",
+                 "--seed-scores", str(scores)]  # fmt: skip
     assert main(arguments) == 1
+    # The seeds' figures are kept for the comparison's report even though no version is written.
+    document = json.loads(scores.read_text())
+    assert document["shipped_seed"] is None and [seed["seed"] for seed in document["seeds"]] == [0, 1]
+    assert all("3 of 8 elements differ" in seed["outputs_worse"][0] for seed in document["seeds"])
+    assert [line.split(":")[0] for line in document["not_written"]] == ["seed 0", "seed 1"]
     captured = capsys.readouterr()
     assert "seed 1 on" in captured.out and "outputs worse than the default's on 1 graph(s)" in captured.out
     assert "seed 0: " in captured.err and "3 of 8 elements differ" in captured.err

@@ -108,3 +108,26 @@ def test_seed_runs_judged_on_different_graphs_are_refused(tmp_path, capsys):
     other = _seeded_version(tmp_path, "two", "ppo", [[1.0, 1.0, 1.0]], [[1.0, 1.0, 1.0]])
     assert main(["compare", first, other, "--report", str(tmp_path / "out")]) == 2
     assert "were judged on different val graphs" in capsys.readouterr().err
+
+
+def test_a_run_that_wrote_no_version_is_compared_from_its_seed_scores_with_the_reasons(tmp_path):
+    from xlabench.agents.seeds import SEED_SCORES_FORMAT, SeedScores
+
+    warm = [[1.0, 1.0, 0.99, 1.0]] * 3
+    ppo = _seeded_version(tmp_path, "ppo", "ppo", [[1.02, 1.01, 1.0, 1.03]] * 3, warm)
+    reason = "g1: output 28: error vs f32 reference rms 0.0226 (XLA's default 0.00306): worse"
+    seeds = [SeedScores(seed, [0.85, 0.9, 0.8, 0.9], None, graphs=["g0", "g1", "g2", "g3"],
+                        outputs_worse=[reason]).to_json() for seed in range(3)]  # fmt: skip
+    scores = tmp_path / "dqn.json"
+    refused = [f"seed {seed}: {reason}" for seed in range(3)]
+    scores.write_text(json.dumps({"format": SEED_SCORES_FORMAT, "name": "dqn", "algorithm": "dqn",
+                                  "selected_on": "val", "shipped_seed": None, "seeds": seeds,
+                                  "not_written": refused}))  # fmt: skip
+    assert main(["compare", ppo, str(scores), "--report", str(tmp_path / "out")]) == 0
+    table = (tmp_path / "out" / "report.md").read_text()
+    label = "dqn (dqn), not written"
+    row = next(line for line in table.splitlines() if line.startswith(f"| {label} | 3 | 4 |"))
+    assert "| 0.0000 [0.0000, 0.0000] |" in row  # P(dqn > ppo): below on every graph and seed
+    assert f"{label}: no version, so no evaluation on other splits" in table
+    assert f"- seed 2: {reason}" in table
+    assert "## val" not in table  # no evaluation of a version: no per-split row

@@ -24,6 +24,8 @@ from xlabench.files import png_bytes
 BOOTSTRAP_REPETITIONS = 2000
 BOOTSTRAP_SEED = 0  # the intervals are reproducible: the same scores give the same bounds
 CURVE_GRID = 50
+# `retrain --seed-scores FILE`: the seeds' scores and statistics, written whether or not a seed ships.
+SEED_SCORES_FORMAT = "xlabench-seed-scores/1"
 
 
 def parse_seeds(text: str) -> list[int]:

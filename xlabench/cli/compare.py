@@ -19,7 +19,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "results",
         nargs="+",
-        help="JSON files written by `xlabench eval --json`, or policy version directories",
+        help="JSON files written by `xlabench eval --json` or `retrain --seed-scores`, or policy version "
+        "directories",
     )
     parser.add_argument(
         "--report",
@@ -35,9 +36,7 @@ def run_compare(args: argparse.Namespace) -> int:
     """Load every result, write report.md, report.png (training_curves.png), print the table."""
 
     documents = compare.load_results(args.results)
-    seed_runs = [
-        runs for path in args.results if os.path.isdir(path) and (runs := compare.load_seed_runs(path))
-    ]
+    seed_runs = [runs for path in args.results if (runs := compare.load_seed_runs(path))]
     os.makedirs(args.report, exist_ok=True)
     table = compare.markdown(args.title, documents, seed_runs)
     write_atomically(os.path.join(args.report, "report.md"), table.encode())

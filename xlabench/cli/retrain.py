@@ -10,10 +10,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xlabench.agents.config import ALGORITHMS, AlgorithmConfig, hyperparameters_of
-from xlabench.agents.seeds import SeedScores, best_seed, curves_figure, parse_seeds, statistics
+from xlabench.agents.seeds import (
+    SEED_SCORES_FORMAT,
+    SeedScores,
+    best_seed,
+    curves_figure,
+    parse_seeds,
+    statistics,
+)
 from xlabench.errors import UserInputError
 from xlabench.eval.evaluate import evaluate_graphs
 from xlabench.eval.records import summarize
+from xlabench.files import write_json
 from xlabench.graphs import resolve_graphs
 from xlabench.policies.artifact import Artifact, check_name, save, seed_statistics_line
 from xlabench.policies.policy import Policy
@@ -72,6 +80,12 @@ def register(subparsers: Any) -> None:
         metavar="DIR",
         help="keep each seed in DIR once it is trained: the same command, interrupted, trains only the "
         "seeds DIR lacks (DIR is removed once the version is written)",
+    )
+    parser.add_argument(
+        "--seed-scores",
+        metavar="FILE",
+        help="with --seeds: write every seed's scores on --select-on and their statistics to FILE, also "
+        "when no seed ships (`xlabench compare` reads it)",
     )
     parser.add_argument("--logdir", default=None, help="TensorBoard log directory")
     parser.add_argument("--workers", type=int, default=2, help="environment processes (one compiler each)")
@@ -133,6 +147,8 @@ def run_retrain(args: argparse.Namespace) -> int:
     eval_graphs = {spec: resolve_graphs(spec) for spec in eval_specs}  # bad SPECs fail before training
     resolve_graphs(args.graphs)
     hyperparameters = parse_hyperparameters(args.algo, args.set)
+    if args.seed_scores and not args.seeds:
+        raise UserInputError("--seed-scores needs --seeds: one seed has no statistics over seeds")
     seeds = parse_seeds(args.seeds) if args.seeds else [args.seed]
     select_graphs = resolve_graphs(args.select_on) if args.seeds else []
     environment = ENVIRONMENT
@@ -192,9 +208,10 @@ def run_retrain(args: argparse.Namespace) -> int:
             selection = statistics(scores)
             best = best_seed(scores)
             if best is None:
-                for score in scores:
-                    for line in score.outputs_worse:
-                        print(f"xlabench: retrain: seed {score.seed}: {line}", file=sys.stderr)
+                refused = [f"seed {score.seed}: {line}" for score in scores for line in score.outputs_worse]
+                _write_seed_scores(args, scores, selection, None, refused)
+                for line in refused:
+                    print(f"xlabench: retrain: {line}", file=sys.stderr)
                 print(
                     f"xlabench: retrain: {args.name} not written: every seed's outputs are numerically "
                     f"worse than XLA's default on some graph of {args.select_on} (above); on "
@@ -222,6 +239,8 @@ def run_retrain(args: argparse.Namespace) -> int:
     finally:
         pool.close()
     if worse:
+        if selection is not None:
+            _write_seed_scores(args, scores, selection, None, worse)
         for line in worse:
             print(f"xlabench: retrain: {line}", file=sys.stderr)
         print(
@@ -246,6 +265,7 @@ def run_retrain(args: argparse.Namespace) -> int:
     )
     files = {}
     if selection is not None:
+        _write_seed_scores(args, scores, selection, run.seed, [])
         title = f"{args.name}: {run.algorithm} on {args.graphs}, seeds {args.seeds}"
         files["training_curves.png"] = curves_figure(scores, title)
     path = save(args.name, run.weights, metadata, change, files=files)
@@ -253,6 +273,30 @@ def run_retrain(args: argparse.Namespace) -> int:
         checkpoint.remove()
     print(f"wrote {path} ({change})")
     return 0
+
+
+def _write_seed_scores(
+    args: argparse.Namespace,
+    scores: list[SeedScores],
+    selection: dict[str, Any],
+    shipped_seed: int | None,
+    not_written: list[str],
+) -> None:
+    """`--seed-scores FILE`: every seed's scores and their statistics, whether or not a version ships
+    (`not_written`: why none does, one line per graph)."""
+    if not args.seed_scores:
+        return
+    document = {
+        "format": SEED_SCORES_FORMAT,
+        "name": args.name,
+        "algorithm": args.algo,
+        "selected_on": args.select_on,
+        "shipped_seed": shipped_seed,
+        "not_written": not_written,
+        "seeds": [score.to_json() for score in scores],
+        "seed_statistics": selection,
+    }
+    write_json(args.seed_scores, document)
 
 
 def _policy(metadata: dict[str, Any], tensors: dict[str, Any]) -> Any:

@@ -11,7 +11,8 @@ environment steps).
 Versions trained over several seeds (`retrain --seeds`) also bring every seed's score on every graph
 of their selection split: the report compares them as the field does (rliable, Agarwal et al. 2021):
 geomean and IQM with 95% stratified-bootstrap intervals, the probability of improving on the warm
-start and on the first such version given, and `performance_profiles_SPEC.png`.
+start and on the first such version given, and `performance_profiles_SPEC.png`. A `retrain --seed-scores`
+file brings the same for a run that wrote no version (every seed numerically worse), with the reasons.
 """
 
 from __future__ import annotations
@@ -19,12 +20,12 @@ from __future__ import annotations
 import json
 import os
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from xlabench.agents.seeds import SeedScores, probability_of_improvement, statistics
+from xlabench.agents.seeds import SEED_SCORES_FORMAT, SeedScores, probability_of_improvement, statistics
 from xlabench.errors import UserInputError
 from xlabench.eval.records import BELOW, EvaluationRow, figure, summarize, worst_text
 from xlabench.files import png_bytes
@@ -73,6 +74,8 @@ class SeedRuns:
     label: str
     selected_on: str
     seeds: list[SeedScores]
+    # Why no version was written (a line per graph: numerically worse outputs); empty when one was.
+    not_written: list[str] = field(default_factory=list)
 
     def matrix(self, which: str = "policy") -> np.ndarray:
         """(seeds x graphs) `vs_default` of the policies (or of their warm starts)."""
@@ -80,8 +83,17 @@ class SeedRuns:
 
 
 def load_seed_runs(path: str) -> SeedRuns | None:
-    """A policy version's per-seed scores, or None for a version trained on one seed (or made before
-    per-graph seed scores were stored)."""
+    """A policy version's per-seed scores, or a `retrain --seed-scores` file's; None for a version trained
+    on one seed (or made before per-graph seed scores were stored), or an eval result."""
+    if not os.path.isdir(path):
+        document = seed_scores_document(path)
+        if document is None:
+            return None
+        label = f"{document['name']} ({document['algorithm']})"
+        if document["not_written"]:
+            label += ", not written"
+        seeds = [SeedScores.from_json(entry) for entry in document["seeds"]]
+        return SeedRuns(label, document["selected_on"], seeds, list(document["not_written"]))
     try:
         with open(os.path.join(path, "metadata.json")) as handle:
             metadata = json.load(handle)
@@ -92,6 +104,25 @@ def load_seed_runs(path: str) -> SeedRuns | None:
         return SeedRuns(label, metadata["selected_on"], [SeedScores.from_json(entry) for entry in entries])
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise UserInputError(f"{path}: not a policy version directory ({error})") from None
+
+
+def seed_scores_document(path: str) -> dict[str, Any] | None:
+    """The document of a `retrain --seed-scores` file, or None for any other file (an eval result)."""
+    try:
+        with open(path) as handle:
+            document = json.load(handle)
+    except FileNotFoundError:
+        raise UserInputError(f"{path}: no such file") from None
+    except (OSError, ValueError) as error:
+        raise UserInputError(f"{path}: not a JSON file ({error})") from None
+    if not isinstance(document, dict) or document.get("format") != SEED_SCORES_FORMAT:
+        return None
+    try:
+        document["name"], document["algorithm"], document["selected_on"], document["seeds"]  # noqa: B018
+        document["not_written"]  # noqa: B018
+    except KeyError as error:
+        raise UserInputError(f"{path}: not a `retrain --seed-scores` file (no {error})") from None
+    return document
 
 
 def seeds_markdown(runs: list[SeedRuns]) -> list[str]:
@@ -132,6 +163,15 @@ def seeds_markdown(runs: list[SeedRuns]) -> list[str]:
             ]
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
+        for run in group:
+            if run.not_written:
+                lines += [
+                    f"{run.label}: no version, so no evaluation on other splits: outputs numerically worse "
+                    "than XLA's default (`retrain` writes no such version) --",
+                    "",
+                    *(f"- {line}" for line in run.not_written),
+                    "",
+                ]
     return lines
 
 
@@ -168,7 +208,10 @@ def load_results(paths: list[str]) -> list[dict[str, Any]]:
     """Every result file and every policy directory's stored evaluations, in the order given."""
     documents: list[dict[str, Any]] = []
     for path in paths:
-        documents += load_policy_results(path) if os.path.isdir(path) else [load_result(path)]
+        if os.path.isdir(path):
+            documents += load_policy_results(path)
+        elif seed_scores_document(path) is None:  # seed scores have no evaluation: `load_seed_runs`
+            documents.append(load_result(path))
     return documents
 
 
