@@ -68,3 +68,15 @@ class CompilerError(XlabenchError):
             "stderr_tail": self.stderr_tail,
             "reproducer": self.reproducer,
         }
+
+
+def differing_settings(stored: dict, current: dict) -> str:
+    """The keys whose values differ between two settings documents, with both values: for the one-line
+    refusal of a checkpoint made by another run."""
+
+    def shown(value: object) -> str:
+        text = repr(value)
+        return text if len(text) <= 80 else text[:77] + "..."
+
+    keys = sorted(key for key in {*stored, *current} if stored.get(key) != current.get(key))
+    return ", ".join(f"{key} {shown(stored.get(key))} here {shown(current.get(key))}" for key in keys)

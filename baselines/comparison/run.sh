@@ -10,11 +10,11 @@
 # Each algorithm's version is written to baselines/comparison/policies/ALGO/ and committed, and its seeds'
 # scores to baselines/comparison/seeds/ALGO.json (the one record of an algorithm whose every seed is
 # numerically worse than XLA's default, so that no version is written): the report is regenerated from
-# them, on any machine. Resumable per algorithm (one with a version is skipped) and
-# within one, per seed: each trained seed is kept in baselines/comparison/checkpoints/ALGO/ until the
-# version is written (commit it to resume on another machine). PPO + shaping's three seeds took 39 min with
-# a warm cache, A2C's had not finished after 2 h 25 min, and the first run on a machine adds ~30 min for
-# the warm start (docs/measurements.md).
+# them, on any machine. Resumable per algorithm (one with a version or seed scores is skipped) and within
+# one, per seed: each trained seed is kept in baselines/comparison/checkpoints/ALGO/ until the run ends
+# (resume on the machine that trained them: training is deterministic on one machine only). PPO + shaping's
+# three seeds took 39 min with a warm cache, A2C's had not finished after 2 h 25 min, and the first run on
+# a machine adds ~30 min for the warm start (docs/measurements.md).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -43,7 +43,8 @@ for algorithm in $ALGORITHMS; do
     --select-on val --eval-graphs val,test --workers "$WORKERS" "${settings[@]}" \
     --checkpoint "baselines/comparison/checkpoints/$algorithm" \
     --seed-scores "baselines/comparison/seeds/$algorithm.json" || status=$?
-  if [[ $status -eq 1 ]]; then  # no version (why: above, and in the seed scores): nothing to resume
+  if [[ $status -eq 1 && -f "baselines/comparison/seeds/$algorithm.json" ]]; then
+    # No version, and why is in the seed scores (retrain writes them only at an outcome): nothing to resume.
     rm -rf "baselines/comparison/checkpoints/$algorithm"
   elif [[ $status -ne 0 ]]; then
     exit "$status"

@@ -89,3 +89,14 @@ def test_a_changed_weights_file_is_refused(tmp_path, small_graph):
     Path(tmp_path / "seed-3.policy.safetensors").write_bytes(b"not these weights")
     with pytest.raises(UserInputError, match="seed-3.policy.safetensors: missing, or not the file it was"):
         checkpoint.load(3, hyperparameters, ENVIRONMENT)
+
+
+def test_a_directory_that_is_not_a_checkpoint_is_refused_and_removing_one_keeps_what_is_not_its_own(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(UserInputError, match="not a retrain checkpoint"):
+        SeedCheckpoint(tmp_path, {"steps": 64}).open()
+    checkpoint = SeedCheckpoint(tmp_path / "checkpoint", {"steps": 64})
+    checkpoint.open()
+    (tmp_path / "checkpoint" / "notes.txt").write_text("mine")
+    checkpoint.remove()
+    assert [path.name for path in (tmp_path / "checkpoint").iterdir()] == ["notes.txt"]

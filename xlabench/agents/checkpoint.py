@@ -6,15 +6,16 @@ and after RL as safetensors (tensors only: loading runs no pickled code, and eac
 checked), the rest of `TrainingRun` as JSON, written last, so a seed counts only once all its files are
 complete. The same command later trains only the seeds DIR lacks. DIR remembers the settings that make a
 seed's run what it is (algorithm, graphs, steps, environment, hyperparameters, warm start, validation,
-environment processes, package versions): a run with other settings is refused in one line rather than
-mixing seeds of two configurations.
+environment processes, package versions, compiler release): a run with other settings is refused in one
+line rather than mixing seeds of two configurations. Training is deterministic on one machine only: resume
+where the seeds were trained.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from typing import Any
 from xlabench.agents.config import AlgorithmConfig
 from xlabench.agents.train import TrainingRun
 from xlabench.env.config import EnvironmentConfig
-from xlabench.errors import UserInputError
+from xlabench.errors import UserInputError, differing_settings
 from xlabench.files import json_bytes, write_atomically
 
 SETTINGS_FILE = "settings.json"
@@ -40,17 +41,28 @@ class SeedCheckpoint:
         """Check that the directory holds seeds of these settings (or start it); the seeds it holds."""
         path = self.directory / SETTINGS_FILE
         if not path.exists():
+            if self.directory.exists() and any(self.directory.iterdir()):
+                raise UserInputError(
+                    f"checkpoint {self.directory}: a directory that is not a retrain checkpoint (no "
+                    f"{SETTINGS_FILE}); give a new or empty one"
+                )
             write_atomically(path, json_bytes({"format": FORMAT, "settings": self.settings}, sort_keys=True))
             return []
-        stored = _read_json(path).get("settings") or {}
+        stored = _read_json(path).get("settings")
+        if not isinstance(stored, dict):
+            raise UserInputError(f"checkpoint {path}: holds no settings")
         if stored != self.settings:
-            keys = {*self.settings, *stored}
-            differ = sorted(key for key in keys if stored.get(key) != self.settings.get(key))
             raise UserInputError(
-                f"checkpoint {self.directory}: made with other settings ({', '.join(differ)}); "
-                "rerun with its settings, or remove it"
+                f"checkpoint {self.directory}: made with other settings "
+                f"({differing_settings(stored, self.settings)}); rerun with its settings, or remove it"
             )
-        return sorted(int(path.stem.removeprefix("seed-")) for path in self.directory.glob("seed-*.json"))
+        seeds = []
+        for record in self.directory.glob("seed-*.json"):
+            seed = record.stem.removeprefix("seed-")
+            if not seed.isdigit():
+                raise UserInputError(f"checkpoint {record}: not a seed's record (seed-N.json)")
+            seeds.append(int(seed))
+        return sorted(seeds)
 
     def save(self, run: TrainingRun) -> None:
         """Keep a finished seed's run: weights first, then the record that names their checksums."""
@@ -83,44 +95,49 @@ class SeedCheckpoint:
         self, seed: int, hyperparameters: AlgorithmConfig, environment: EnvironmentConfig
     ) -> TrainingRun | None:
         """A finished seed's run (no model: its weights), or None when the directory does not hold it."""
+        from safetensors import SafetensorError
         from safetensors.torch import load
 
         path = self.directory / f"seed-{seed}.json"
         if not path.exists():
             return None
         record = _read_json(path)
-        tensors: dict[str, Any] = {}
-        for which, checksum in record.get("weights_sha256", {}).items():
-            weights = self.directory / f"seed-{seed}.{which}.safetensors"
-            data = weights.read_bytes() if weights.exists() else b""
-            if hashlib.sha256(data).hexdigest() != checksum:
-                raise UserInputError(f"checkpoint {weights}: missing, or not the file it was (checksum)")
-            tensors[which] = load(data)
-        if "policy" not in tensors:
-            raise UserInputError(f"checkpoint {path}: names no policy weights")
-        # hyperparameters and environment are those of the settings `open` checked.
-        return TrainingRun(
-            model=None,
-            algorithm=record["algorithm"],
-            hyperparameters=hyperparameters,
-            environment=environment,
-            actions=record["actions"],
-            steps=record["steps"],
-            episodes=record["episodes"],
-            seconds=record["seconds"],
-            seed=record["seed"],
-            graphs=record["graphs"],
-            environments=record["environments"],
-            warm_start=record["warm_start"],
-            warm_start_tensors=tensors.get("warm_start"),
-            curve=[(step, value) for step, value in record["curve"]],
-            validation_curve=[(step, value) for step, value in record["validation_curve"]],
-            weights=tensors["policy"],
-        )
+        try:
+            tensors: dict[str, Any] = {}
+            for which, checksum in record["weights_sha256"].items():
+                weights = self.directory / f"seed-{seed}.{which}.safetensors"
+                data = weights.read_bytes() if weights.exists() else b""
+                if hashlib.sha256(data).hexdigest() != checksum:
+                    raise UserInputError(f"checkpoint {weights}: missing, or not the file it was (checksum)")
+                tensors[which] = load(data)
+            # hyperparameters and environment are those of the settings `open` checked.
+            return TrainingRun(
+                model=None,
+                algorithm=record["algorithm"],
+                hyperparameters=hyperparameters,
+                environment=environment,
+                actions=list(record["actions"]),
+                steps=int(record["steps"]),
+                episodes=int(record["episodes"]),
+                seconds=float(record["seconds"]),
+                seed=int(record["seed"]),
+                graphs=record["graphs"],
+                environments=int(record["environments"]),
+                warm_start=record["warm_start"],
+                warm_start_tensors=tensors.get("warm_start"),
+                curve=[(step, value) for step, value in record["curve"]],
+                validation_curve=[(step, value) for step, value in record["validation_curve"]],
+                weights=tensors["policy"],
+            )
+        except (KeyError, TypeError, ValueError, AttributeError, SafetensorError) as error:
+            raise UserInputError(f"checkpoint {path}: not a complete seed record ({error!r})") from None
 
     def remove(self) -> None:
-        """Delete the directory (its version is written)."""
-        shutil.rmtree(self.directory, ignore_errors=True)
+        """Delete the checkpoint's own files, and the directory if that leaves it empty."""
+        for path in [self.directory / SETTINGS_FILE, *self.directory.glob("seed-*")]:
+            path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # not empty: something else is in it, and stays
+            self.directory.rmdir()
 
 
 def _read_json(path: Path) -> dict[str, Any]:

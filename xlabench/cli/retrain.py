@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +24,7 @@ from xlabench.files import write_json
 from xlabench.graphs import resolve_graphs
 from xlabench.policies.artifact import Artifact, check_name, save, seed_statistics_line
 from xlabench.policies.policy import Policy
-from xlabench.xla import PassDriver
+from xlabench.xla import PassDriver, default_driver
 from xlabench.xla.pool import CompilerPool
 
 if TYPE_CHECKING:  # `xlabench --help` stays quick: the evaluation is imported when retrain runs
@@ -170,7 +169,8 @@ def run_retrain(args: argparse.Namespace) -> int:
             "warm_start": warm_start.to_json() if warm_start is not None else None,
             "validation": [args.select_on, args.validate_every] if validation is not None else None,
             "environments": args.workers,
-            "packages": {**package_versions(), "jaxlib": version("jaxlib")},
+            "packages": package_versions(),
+            "compiler": default_driver().jaxlib_version,  # the release it trains with (--compiler)
         }
         checkpoint = SeedCheckpoint(Path(args.checkpoint), settings)
         finished = [seed for seed in checkpoint.open() if seed in seeds]
@@ -265,10 +265,11 @@ def run_retrain(args: argparse.Namespace) -> int:
     )
     files = {}
     if selection is not None:
-        _write_seed_scores(args, scores, selection, run.seed, [])
         title = f"{args.name}: {run.algorithm} on {args.graphs}, seeds {args.seeds}"
         files["training_curves.png"] = curves_figure(scores, title)
     path = save(args.name, run.weights, metadata, change, files=files)
+    if selection is not None:  # after the version: a seed-scores file that names a shipped seed has one
+        _write_seed_scores(args, scores, selection, run.seed, [])
     if checkpoint is not None:
         checkpoint.remove()
     print(f"wrote {path} ({change})")

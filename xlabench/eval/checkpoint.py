@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from xlabench.errors import UserInputError
+from xlabench.errors import UserInputError, differing_settings
 from xlabench.eval.records import EvaluationRow
 from xlabench.files import write_json
 
@@ -44,10 +44,9 @@ class Checkpoint:
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             raise UserInputError(f"{self.path}: not an xlabench eval checkpoint") from None
         if stored_run != self.run:
-            keys = sorted(key for key in {*stored_run, *self.run} if stored_run.get(key) != self.run.get(key))
-            what = ", ".join(f"{key} {stored_run.get(key)!r} here {self.run.get(key)!r}" for key in keys)
             raise UserInputError(
-                f"{self.path}: checkpoint of another run ({what}); give another file or remove this one"
+                f"{self.path}: checkpoint of another run ({differing_settings(stored_run, self.run)}); "
+                "give another file or remove this one"
             )
         return {row.name: row for row in rows}
 

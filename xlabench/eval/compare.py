@@ -92,7 +92,10 @@ def load_seed_runs(path: str) -> SeedRuns | None:
         label = f"{document['name']} ({document['algorithm']})"
         if document["not_written"]:
             label += ", not written"
-        seeds = [SeedScores.from_json(entry) for entry in document["seeds"]]
+        try:
+            seeds = [SeedScores.from_json(entry) for entry in document["seeds"]]
+        except (KeyError, TypeError, ValueError) as error:
+            raise UserInputError(f"{path}: a seed's scores are incomplete ({error!r})") from None
         return SeedRuns(label, document["selected_on"], seeds, list(document["not_written"]))
     try:
         with open(os.path.join(path, "metadata.json")) as handle:
