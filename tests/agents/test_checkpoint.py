@@ -95,6 +95,8 @@ def test_a_directory_that_is_not_a_checkpoint_is_refused_and_removing_one_keeps_
     (tmp_path / "notes.txt").write_text("mine")
     with pytest.raises(UserInputError, match="not a retrain checkpoint"):
         SeedCheckpoint(tmp_path, {"steps": 64}).open()
+    with pytest.raises(UserInputError, match="notes.txt: a file, not a directory"):
+        SeedCheckpoint(tmp_path / "notes.txt", {"steps": 64}).open()
     checkpoint = SeedCheckpoint(tmp_path / "checkpoint", {"steps": 64})
     checkpoint.open()
     (tmp_path / "checkpoint" / "notes.txt").write_text("mine")

@@ -40,6 +40,8 @@ class SeedCheckpoint:
     def open(self) -> list[int]:
         """Check that the directory holds seeds of these settings (or start it); the seeds it holds."""
         path = self.directory / SETTINGS_FILE
+        if self.directory.exists() and not self.directory.is_dir():
+            raise UserInputError(f"checkpoint {self.directory}: a file, not a directory")
         if not path.exists():
             if self.directory.exists() and any(self.directory.iterdir()):
                 raise UserInputError(
