@@ -70,6 +70,27 @@ class CompilerError(XlabenchError):
         }
 
 
+class DriverError(XlabenchError):
+    """xlabench could not tell what XLA did: a dump missing or unreadable, a stop that never fired.
+
+    The driver's own defect, not the compiler's and not the module's: never cached, never taken for
+    "unchanged" or for a pass that failed; it stops what asked, with a reproducer to report.
+    """
+
+    def __init__(
+        self, message: str, pass_name: str | None = None, fingerprint: str | None = None,
+        reproducer: str | None = None,
+    ) -> None:  # fmt: skip
+        self.message = message
+        self.pass_name = pass_name
+        self.fingerprint = fingerprint
+        self.reproducer = reproducer
+        where = f" in pass {pass_name}" if pass_name else ""
+        module = f" on module {fingerprint[:12]}" if fingerprint else ""
+        saved = f" (reproducer: {reproducer})" if reproducer else ""
+        super().__init__(f"driver error{where}{module}: {message}{saved} (xlabench's defect, not XLA's)")
+
+
 def differing_settings(stored: dict, current: dict) -> str:
     """The keys whose values differ between two settings documents, with both values: for the one-line
     refusal of a checkpoint made by another run."""

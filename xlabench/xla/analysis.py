@@ -12,6 +12,7 @@ from typing import Any
 
 from xlabench.xla import adapter, dtypes
 from xlabench.xla.hlo_text import canonical_module, first_line, parse, to_text
+from xlabench.xla.naming import under_internal_name
 from xlabench.xla.releases import UnsupportedCompiler
 from xlabench.xla.structure import (
     COMPUTATION_HEADER,
@@ -24,7 +25,11 @@ from xlabench.xla.worker_process import CompilerFailure
 
 
 def describe(text: str) -> dict[str, Any]:
-    """Return name, canonical text, fingerprint and `features` of module text (canonicalizing it first)."""
+    """Return name, canonical text, fingerprint and `features` of module text (canonicalizing it first).
+
+    The name is the one the text gives; the canonical text names the module INTERNAL_MODULE_NAME,
+    so that it does not depend on the name (the caller puts its own name back).
+    """
     try:
         module = canonical_module(parse(text))
     except (CompilerFailure, UnsupportedCompiler):
@@ -35,7 +40,7 @@ def describe(text: str) -> dict[str, Any]:
     canonical, fingerprint = normalized_text_and_fingerprint(printed)
     # Features from the canonical module in hand: the next thing every caller asks for.
     return {
-        "name": adapter.module_name(module),
+        "name": under_internal_name(text)[1],
         "text": canonical,
         "fingerprint": fingerprint,
         "features": module_features(module, printed),

@@ -85,6 +85,7 @@ WORKER_MODULES = (
     "adapter/bindings.py",
     "adapter/probe.py",
     "hlo_text.py",
+    "naming.py",
     "dumps.py",
     "pass_runs.py",
     "analysis.py",

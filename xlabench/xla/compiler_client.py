@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from xlabench.errors import CompilerError
+from xlabench.errors import CompilerError, DriverError
 from xlabench.xla import pool as compiler_pool
 from xlabench.xla.compiler_change import CompilerChange
 from xlabench.xla.module import HloModule
@@ -69,6 +69,10 @@ class CompilerClient:
             return self.pool.call(function, timeout=timeout, text=text, **arguments)
         except compiler_pool.CompilerFailure as failure:
             raise CompilerError("error", str(failure), subject, fingerprint) from None
+        except compiler_pool.DriverFailure as failure:
+            message = str(failure)
+            reproducer = self._save_reproducer("driver", function, subject, fingerprint, text, message, "")
+            raise DriverError(message, subject, fingerprint, reproducer) from None
         except compiler_pool.WorkerDied as death:
             kind, message, tail = "crash", str(death), death.stderr_tail
             # A CHECK abort or a fault in XLA recurs on the same input; a SIGKILL (the out-of-memory

@@ -18,7 +18,6 @@ after the run xlabench keeps (reshape-mover to the 25-iteration limit), and ever
 from __future__ import annotations
 
 import contextlib
-import glob
 import os
 import re
 import shutil
@@ -29,7 +28,8 @@ from typing import Any
 
 from xlabench.xla import adapter, payloads
 from xlabench.xla.hlo_text import compile_text, to_text
-from xlabench.xla.worker_process import CompilerFailure
+from xlabench.xla.naming import INTERNAL_MODULE_NAME
+from xlabench.xla.worker_process import CompilerFailure, DriverFailure
 
 STOP_MARKER = "xlabench_stop"
 _STOP_COMPUTATION = (
@@ -90,7 +90,7 @@ def compile_until_stop(text: str, overrides: dict[str, Any]) -> None:
         if not any(stop in str(failure) for stop in _EXPECTED_STOPS):
             raise
     else:
-        raise CompilerFailure("compile was not stopped by the stop marker")
+        raise DriverFailure("the compile was not stopped by the stop marker: it ran to the end")
 
 
 def _scratch_dir() -> str:
@@ -124,16 +124,36 @@ def dumps_until_stop(
         if as_text:
             settings.update({"xla_dump_large_constants": True, "xla_dump_disable_metadata": True})
         compile_until_stop(text, settings)
-        dumps: dict[str, str] = {}
-        for path in glob.glob(os.path.join(dump_dir, "*.txt" if as_text else "*.pb")):
-            # module_0001.jit_f.0003.pipeline.after_x.before_y.hlo.pb -> 0003.pipeline.after_x.before_y
-            stem = os.path.basename(path).removesuffix(".txt").removesuffix(".pb").removesuffix(".hlo")
-            # The module name may itself hold dots: cut at the first field that is a step number.
-            match = re.search(r"\.(\d{4}\..*|before_optimizations)$", stem)
-            dumps[match.group(1) if match else stem] = path
-        yield dumps
+        yield dump_files(dump_dir, ".txt" if as_text else ".hlo.pb")
     finally:
         shutil.rmtree(dump_dir, ignore_errors=True)
+
+
+# module_0001.xlabench_module.0003.pipeline.after_x.before_y.txt: XLA's dump file of the module
+# (every worker compiles under INTERNAL_MODULE_NAME), the module id being the process's counter.
+_DUMP_FILE = re.compile(rf"^module_\d{{4,}}\.{re.escape(INTERNAL_MODULE_NAME)}\.(.+)$")
+
+
+def dump_files(dump_dir: str, extension: str) -> dict[str, str]:
+    """{dump suffix: path} of the module dumps (files ending in `extension`) in a stopped compile's folder.
+
+    The suffix is what follows the module prefix, e.g. "0003.simplification.after_algsimp.before_dce"
+    or "before_optimizations". A file of another module, or a folder without the module as XLA was
+    given it, is the driver's failure to find XLA's work: raised, never read as "no pass ran".
+    """
+    dumps: dict[str, str] = {}
+    for name in sorted(os.listdir(dump_dir)):
+        match = _DUMP_FILE.match(name)
+        if match is None:
+            raise DriverFailure(f"XLA wrote a dump file the driver cannot place: {name}")
+        if name.endswith(extension):
+            dumps[match.group(1).removesuffix(extension)] = os.path.join(dump_dir, name)
+    if "before_optimizations" not in dumps:
+        raise DriverFailure(
+            f"XLA's dump of the module as given (before_optimizations{extension}) is missing from the "
+            f"stopped compile's {len(dumps)} dump(s)"
+        )
+    return dumps
 
 
 def read_bytes(path: str) -> bytes:

@@ -10,16 +10,19 @@ import re
 from typing import Any
 
 from xlabench.xla import adapter, payloads
+from xlabench.xla.naming import INTERNAL_MODULE_NAME, under_internal_name
 from xlabench.xla.releases import UnsupportedCompiler
-from xlabench.xla.worker_process import CompilerFailure
+from xlabench.xla.worker_process import CompilerFailure, DriverFailure
 
 
 def parse(text: str) -> Any:
-    """Parse HLO text into an XLA HloModule; malformed text raises CompilerFailure.
+    """Parse HLO text into an XLA HloModule named INTERNAL_MODULE_NAME; malformed text raises
+    CompilerFailure.
 
     Constants named by payload digest (`xlabench.xla.payloads`) get their values back: the elided
     text is parsed, then each literal is patched into the module's proto.
     """
+    text, _ = under_internal_name(text)
     named: dict[str, str] = {}
     if payloads.has_payloads(text):
         text, named = payloads.without_markers(text)
@@ -29,6 +32,9 @@ def parse(text: str) -> Any:
         raise
     except Exception as error:  # jaxlib raises its own runtime error type
         raise CompilerFailure(_parse_error_summary(str(error))) from None
+    if adapter.module_name(module) != INTERNAL_MODULE_NAME:  # a header the pattern misread
+        read = adapter.module_name(module)
+        raise DriverFailure(f"the module's name could not be replaced (XLA read the name {read!r})")
     if not named:
         return module
     try:

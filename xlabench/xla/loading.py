@@ -12,6 +12,7 @@ from xlabench.xla.compiler_client import CompilerClient, text_sha256
 from xlabench.xla.elided_constants import fill_elided_constants
 from xlabench.xla.features import Features
 from xlabench.xla.module import HloModule
+from xlabench.xla.naming import with_module_name
 from xlabench.xla.transitions import TransitionStore, transition_key
 
 LOAD_KEY = "@load"  # raw text -> canonical module, cached under the text's sha256
@@ -54,7 +55,8 @@ class ModuleLoader:
                 while len(self._loaded) > LOADED_TEXTS_KEPT:
                     self._loaded.popitem(last=False)
             self.remember_features(description["fingerprint"], description["features"])
-        return HloModule(description["text"], description["name"], description["fingerprint"], source)
+        name, fingerprint = description["name"], description["fingerprint"]
+        return HloModule(with_module_name(description["text"], name), name, fingerprint, source)
 
     def _describe(self, text: str, digest: str, source: str) -> dict[str, Any]:
         """XLA's canonical description of the text, from the transition store when it was loaded before."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import re
 import time
+from collections.abc import Callable
 from typing import Any
 
 from xlabench.xla.analysis import describe
@@ -24,7 +25,7 @@ from xlabench.xla.dumps import (
 )
 from xlabench.xla.hlo_text import disabled_pass_overrides
 from xlabench.xla.structure import structural_fingerprint
-from xlabench.xla.worker_process import CompilerFailure
+from xlabench.xla.worker_process import CompilerFailure, DriverFailure
 
 
 def run_pass(
@@ -60,7 +61,8 @@ def run_pass(
         dumped = _run_dumped(text, overrides, f"^{re.escape(pass_name)}$", pass_name, pipeline, occurrence)
     if dumped is None:
         where = f" in pipeline {pipeline}" if pipeline is not None else ""
-        raise CompilerFailure(f"pass {pass_name} did not run{where} (is it in this jaxlib's CPU pipeline?)")
+        runs = "no run" if occurrence == 1 else f"fewer than {occurrence} runs"
+        raise CompilerFailure(f"pass {pass_name} did not run{where} (XLA's dumps of the compile show {runs})")
     given, chosen = dumped
     # Every other pass is off, so the module XLA started from is the one the pass was given.
     if given == chosen:
@@ -88,21 +90,35 @@ def _run_dumped(
     XLA runs after the pass is then not what the catalogue says, and the chosen run could be another.
     """
     with dumps_until_stop(text, overrides, regex, as_text=True) as dumps:
-        after = sorted((s for s in dumps if f".after_{pass_name}." in s), key=dump_step)
-        if pipeline is not None:
+
+        def runs(found: Callable[[str], bool]) -> list[str]:
             # Dump names spell the running pipeline with underscores: "0003.simplification.after_dce...".
-            dumped_name = pipeline.replace(" ", "_")
-            after = [s for s in after if s.split(".", 2)[1] == dumped_name]
+            dumped_name = None if pipeline is None else pipeline.replace(" ", "_")
+            chosen = [
+                s for s in dumps if found(s) and (dumped_name is None or s.split(".", 2)[1] == dumped_name)
+            ]
+            return sorted(chosen, key=dump_step)
+
+        after = runs(lambda suffix: f".after_{pass_name}." in suffix)
         followed = {s.rsplit(".before_", 1)[-1] for s in after}  # spaces spelled as underscores
         expected = {name.replace(" ", "_") for name in successors or ()}
+        if successors is None and len(after) < occurrence:
+            # Dumping the pass dumps the module before each of its runs too: a run that began and
+            # left no module after it is a dump the driver lost, not a pass that did not run.
+            began = runs(lambda suffix: suffix.endswith(f".before_{pass_name}"))
+            if len(began) >= occurrence:
+                raise DriverFailure(
+                    f"XLA began run {occurrence} of {pass_name} ({began[occurrence - 1]}), "
+                    "but its dump of the module after the run is missing"
+                )
         if len(after) < occurrence or not followed.issuperset(expected):
             return None
-        given, chosen = dumps.get("before_optimizations"), dumps[after[occurrence - 1]]
-        if given is not None and chosen.endswith(".pb"):
+        given, chosen = dumps["before_optimizations"], dumps[after[occurrence - 1]]
+        if chosen.endswith(".pb"):
             # Proto dumps (large constants): equal modules need not be printed to be compared.
             before, after_pass = (hlo_module_field(read_bytes(path)) for path in (given, chosen))
             return ("", "") if before == after_pass else (None, dump_text(chosen))
-        return (dump_text(given) if given is not None else None, dump_text(chosen))
+        return dump_text(given), dump_text(chosen)
 
 
 def run_pipeline_to_point(
@@ -135,7 +151,7 @@ def run_pipeline_to_point(
             ordered = sorted((s for s in dumps if s != "before_optimizations"), key=dump_step)
             point = next((i for i, s in enumerate(ordered) if f".after_{point_pass}." in s), None)
             if point is None or point == 0:
-                raise CompilerFailure(f"pipeline did not reach {point_pass}")
+                raise DriverFailure(f"XLA's dumps of the pipeline never reach {point_pass}")
             module_text = dump_text(dumps[ordered[point - 1]])
     result = describe(strip_stop_marker(module_text))
     result["seconds"] = time.perf_counter() - started
@@ -170,7 +186,7 @@ def pipeline_changes(text: str, point_pass: str, disabled_passes: list[str] | No
                 changes.append([pipeline, pass_name])  # the pipeline as dumped: spaces are underscores
             previous = current
         else:
-            raise CompilerFailure(f"pipeline did not reach {point_pass}")
+            raise DriverFailure(f"XLA's dumps of the pipeline never reach {point_pass}")
     return {"changes": changes, "seconds": time.perf_counter() - started}
 
 
@@ -212,7 +228,7 @@ def pipeline_fingerprints(
             seen[pipeline, pass_name] += 1
             runs.append([pipeline, rounds[pipeline], pass_name, seen[pipeline, pass_name], previous])
         else:
-            raise CompilerFailure(f"pipeline did not reach {point_pass}")
+            raise DriverFailure(f"XLA's dumps of the pipeline never reach {point_pass}")
     return {"start": start, "runs": runs, "seconds": time.perf_counter() - started}
 
 
@@ -238,5 +254,5 @@ def pipeline_states(text: str, point_pass: str) -> dict[str, Any]:
             described = describe(strip_stop_marker(current_text))
             states.append([pipeline, pass_name, described["fingerprint"], described["features"]["op_count"]])
         else:
-            raise CompilerFailure(f"pipeline did not reach {point_pass}")
+            raise DriverFailure(f"XLA's dumps of the pipeline never reach {point_pass}")
     return {"states": states, "seconds": time.perf_counter() - started}

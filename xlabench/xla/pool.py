@@ -18,11 +18,19 @@ from typing import Any
 from xlabench.xla.build import BUILD_VARIABLE
 from xlabench.xla.compilers import Compiler, compiler_build, resolve_compiler
 from xlabench.xla.releases import UnsupportedCompiler
-from xlabench.xla.worker_process import CompilerFailure, RefusedCall, Worker, WorkerDied, WorkerTimedOut
+from xlabench.xla.worker_process import (
+    CompilerFailure,
+    DriverFailure,
+    RefusedCall,
+    Worker,
+    WorkerDied,
+    WorkerTimedOut,
+)
 
 __all__ = [
     "DEFAULT_TIMEOUT_SECONDS",
     "CompilerFailure",
+    "DriverFailure",
     "CompilerPool",
     "RefusedCall",
     "Worker",
@@ -59,7 +67,8 @@ class CompilerPool:
     def call(self, function_name: str, timeout: float = DEFAULT_TIMEOUT_SECONDS, **arguments: Any) -> Any:
         """Run one registered compiler function in a free worker.
 
-        Raises CompilerFailure, WorkerDied, WorkerTimedOut, or RefusedCall for an unregistered name.
+        Raises CompilerFailure, DriverFailure, WorkerDied, WorkerTimedOut, or RefusedCall for an
+        unregistered name.
         """
         worker = self._idle.get()
         try:
@@ -71,7 +80,7 @@ class CompilerPool:
                     self.compiler.python,
                 )
             return worker.call(function_name, arguments, timeout)
-        except (CompilerFailure, UnsupportedCompiler, RefusedCall):
+        except (CompilerFailure, DriverFailure, UnsupportedCompiler, RefusedCall):
             raise  # an answer: the worker is fine
         except (WorkerDied, WorkerTimedOut) as failure:
             if isinstance(failure, WorkerDied):

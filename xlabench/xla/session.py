@@ -21,6 +21,7 @@ from xlabench.xla.compilers import Compiler, compiler_build
 from xlabench.xla.features import Features
 from xlabench.xla.loading import ModuleLoader
 from xlabench.xla.module import HloModule
+from xlabench.xla.naming import under_internal_name, with_module_name
 from xlabench.xla.transitions import TransitionStore, transition_key
 
 
@@ -122,16 +123,18 @@ class CompilerSession:
         def run() -> dict[str, Any]:
             result = self.call_compiler(function, key, module, **arguments)
             if result.get("unchanged"):  # the pass left XLA's module as it was given
-                return {**result, "text": module.text, "name": module.name, "fingerprint": module.fingerprint}
+                text = under_internal_name(module.text)[0]  # as workers print it: not the name
+                return {**result, "text": text, "fingerprint": module.fingerprint}
             return result
 
         arguments = self.with_compiler_change(arguments)
         record = self.store.cached_or_run(module.fingerprint, self.cache_key(key, function, arguments), run)
         if "features" in record:  # answered with the result: no second call for them
             self.loader.remember_features(record["fingerprint"], record["features"])
+        # A pass never renames a module: the result bears its input's name, whatever made the record.
         return HloModule(
-            record["text"],
-            record["name"],
+            with_module_name(record["text"], module.name),
+            module.name,
             record["fingerprint"],
             f"{module.source} | {key}",
             record.get("seconds"),

@@ -22,8 +22,9 @@ from xlabench.xla.structure import NORMALIZATION_VERSION
 # Compiler-call arguments that only tell the worker which dumps to write (`pass_runs.run_pass`,
 # `pass_runs.run_pipeline_to_point`): the result is the same either way, so cache keys leave them out.
 _WHERE_DUMPED = frozenset({"successors", "point_pipeline"})
-# What a transition record keeps of a compiler function's answer.
-_RECORD_FIELDS = ("text", "name", "fingerprint", "seconds", "features")
+# What a transition record keeps of a compiler function's answer: nothing that depends on the module's
+# name (the text names it INTERNAL_MODULE_NAME; the caller names the result after its input).
+_RECORD_FIELDS = ("text", "fingerprint", "seconds", "features")
 
 
 def transition_key(key: str, function: str, arguments: dict[str, Any]) -> str:

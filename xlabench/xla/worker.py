@@ -16,12 +16,13 @@ from typing import Any
 def serve(connection: Connection) -> None:
     """Answer requests until the pipe closes: (id, status, result or message).
 
-    The status is "ok", "failure" (an answer about the module), "unsupported" (this jaxlib, not the
+    The status is "ok", "failure" (an answer about the module), "driver" (xlabench could not read
+    what XLA did), "unsupported" (this jaxlib, not the
     module: a release outside the supported range, or an internal API the adapter does not find,
     never reported as a bad module) or "refused" (a function the registry does not hold).
     """
     from xlabench.xla.releases import UnsupportedCompiler
-    from xlabench.xla.worker_process import CompilerFailure
+    from xlabench.xla.worker_process import CompilerFailure, DriverFailure
 
     registry: dict[str, Callable[..., Any]] = {}
     unsupported = None
@@ -52,6 +53,8 @@ def serve(connection: Connection) -> None:
             reply = (request_id, "ok", function(**arguments))
         except CompilerFailure as failure:
             reply = (request_id, "failure", str(failure))
+        except DriverFailure as failure:  # xlabench cannot tell what XLA did: never a module's answer
+            reply = (request_id, "driver", str(failure))
         except UnsupportedCompiler as error:  # this jaxlib's API, not the module (`adapter._entry_point`)
             reply = (request_id, "unsupported", str(error))
         except Exception as error:  # anything else is still an answer about the module, not a crash

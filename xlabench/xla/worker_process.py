@@ -62,6 +62,11 @@ class CompilerFailure(Exception):
     """XLA answered with an error status (raised in the worker, re-raised in the caller)."""
 
 
+class DriverFailure(Exception):
+    """xlabench could not read what XLA did (a dump missing or unreadable, a stop that never fired):
+    the driver's defect, never an answer about the module (raised in the worker, re-raised in the caller)."""
+
+
 class RefusedCall(Exception):
     """The worker does not run a function of that name (it is not in `xlabench.xla.compiler.REGISTRY`)."""
 
@@ -141,6 +146,8 @@ class Worker:
             raise WorkerDied(exit_code, self.stderr_since(log_offset)) from None
         if status == "failure":
             raise CompilerFailure(payload)
+        if status == "driver":
+            raise DriverFailure(payload)
         if status == "unsupported":
             raise UnsupportedCompiler(payload)
         if status == "refused":
