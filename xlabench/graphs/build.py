@@ -190,6 +190,79 @@ def build(specs: Iterable[GraphSpec], directory: Path = storage.DATA_DIR, jobs: 
     return BuildReport([spec.name for spec in specs], directory, time.perf_counter() - started, stored)
 
 
+CORPUS_SUFFIX = ".hlo"
+SOURCES_NAME = "SOURCES.md"
+_SOURCES_COLUMNS = ("file", "producer", "repository", "path in repository", "commit", "licence")
+_COMMIT = re.compile(r"\b[0-9a-f]{40}\b")
+
+
+def corpus_sources(directory: Path) -> dict[str, dict[str, str]]:
+    """Each file's source, from the first table of the corpus's SOURCES.md: {graph name: config}.
+
+    The config holds the producer (the column's first word: torch-xla, tensorflow, jax, ...), the
+    repository, the path in it, the commit (the first 40-hex digest of the column, "" if none) and
+    the licence.
+    """
+    path = directory / SOURCES_NAME
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as error:
+        raise UserInputError(f"cannot read {path}: {error.strerror}") from None
+    header = next((i for i, line in enumerate(lines) if line.startswith("| file |")), None)
+    if header is None:
+        raise UserInputError(f"{path}: no table whose first column is `file`")
+    columns = [cell.strip() for cell in lines[header].strip("|").split("|")]
+    if any(column not in columns for column in _SOURCES_COLUMNS):
+        raise UserInputError(f"{path}: the table needs the columns {', '.join(_SOURCES_COLUMNS)}")
+    sources = {}
+    for line in lines[header + 2 :]:
+        if not line.startswith("|"):
+            break
+        row = dict(zip(columns, (cell.strip() for cell in line.strip("|").split("|")), strict=False))
+        commit = _COMMIT.search(row["commit"])
+        sources[row["file"].removesuffix(CORPUS_SUFFIX)] = {
+            "producer": row["producer"].split()[0],
+            "repository": row["repository"],
+            "path": row["path in repository"],
+            "commit": commit.group(0) if commit else "",
+            "licence": row["licence"],
+        }
+    return sources
+
+
+def index_corpus(directory: Path) -> list[dict[str, Any]]:
+    """Write the manifest of a corpus: every `*.hlo` file of `directory`, stored as it was found.
+
+    Each file needs its row in the corpus's SOURCES.md (`corpus_sources`); its family is its
+    producer, its split the corpus's name, its instruction count XLA's op count.
+    """
+    sources = corpus_sources(directory)
+    entries = []
+    for path in sorted(directory.glob("*" + CORPUS_SUFFIX)):
+        name = path.name.removesuffix(CORPUS_SUFFIX)
+        if name not in sources:
+            raise UserInputError(f"{path}: no row in {directory / SOURCES_NAME}")
+        text = storage.read_hlo(path)
+        entries.append(
+            {
+                "name": name,
+                "family": sources[name]["producer"],
+                "split": directory.name,
+                "config": sources[name],
+                "file": path.name,
+                "instruction_count": HloModule.from_text(text, source=str(path)).op_count,
+                "sha256": storage.text_sha256(text),
+            }
+        )
+    unknown = sorted(set(sources) - {entry["name"] for entry in entries})
+    if unknown:
+        raise UserInputError(
+            f"{directory / SOURCES_NAME} lists files that are not there: {', '.join(unknown)}"
+        )
+    storage.write_manifest(directory, entries)
+    return entries
+
+
 def default_jobs() -> int:
     """Worker processes for a build: one per available core."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1

@@ -1,8 +1,10 @@
 """Loader API used by every later stage: turn a graph spec string into `Graph`s.
 
-A spec is one of: `all`, a split (`train`, `test`, `unseen`), a family, a suite graph name, a path to
-one HLO text file, or a directory. A directory holding a `manifest.json` is read as a graph set made by
-`xlabench graphs build --out DIR`; any other directory contributes its `*.hlo`, `*.hlo.gz` and XLA dump
+A spec is one of: `all`, a split (`train`, `test`, `unseen`), a family, a suite graph name, a corpus
+beside the suite (`foreign`: real modules written by others; `synthetic`: small cases of what such
+modules carry) or `CORPUS:FAMILY`, a corpus graph's name, a path to one HLO text file, or a directory.
+A directory holding a `manifest.json` is read as a graph set made by `xlabench graphs build --out DIR`
+(or a corpus's own); any other directory contributes its `*.hlo`, `*.hlo.gz` and XLA dump
 `*.before_optimizations.txt` files (the module as the program handed it to XLA).
 """
 
@@ -115,6 +117,13 @@ def resolve_graphs(spec: str) -> list[Graph]:
             union.update((graph.name, graph) for graph in resolve_graphs(part.strip()))
         return list(union.values())
     split, colon, family = spec.partition(":")
+    if split in storage.CORPORA:
+        corpus = load_graph_set(storage.CORPORA[split])
+        selected = [g for g in corpus if not colon or g.family == family]
+        if not selected:
+            known = ", ".join(sorted({g.family for g in corpus}))
+            raise UserInputError(f"no {family!r} graphs in the {split} corpus (its families: {known})")
+        return selected
     if colon and split in SPLITS and family in families():
         selected = [g for g in load_graph_set() if g.split == split and g.family == family]
         if not selected:
@@ -129,8 +138,10 @@ def resolve_graphs(spec: str) -> list[Graph]:
     path = Path(spec).expanduser()
     if path.exists():
         return _from_path(path)
-    graphs = load_graph_set()
-    by_name = {g.name: g for g in graphs}
+    by_name = {g.name: g for g in load_graph_set()}
+    if spec not in by_name:  # a corpus graph's name, or a near miss of any name
+        for directory in storage.CORPORA.values():
+            by_name.update((g.name, g) for g in load_graph_set(directory))
     if spec in by_name:
         return [by_name[spec]]
     if "/" in spec or spec.endswith(USER_SUFFIXES):

@@ -17,6 +17,12 @@ from xlabench.errors import UserInputError
 from xlabench.files import write_json
 
 DATA_DIR: Path = Path(__file__).resolve().parent / "data"
+# Graph sets beside the suite, never trained or selected on: real modules written by others, stored
+# byte for byte with their sources (`foreign/SOURCES.md`), and small cases of what such modules carry.
+CORPORA: dict[str, Path] = {
+    "foreign": Path(__file__).resolve().parent / "foreign",
+    "synthetic": Path(__file__).resolve().parent / "synthetic",
+}
 MANIFEST_NAME = "manifest.json"
 GRAPH_SUFFIX = ".hlo.gz"
 MANIFEST_FORMAT = 1
