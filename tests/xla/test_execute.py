@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -27,6 +29,30 @@ def test_random_inputs_are_deterministic_and_typed(mixed_module):
     assert [a.dtype for a in first] == [np.float32, np.int32, np.float32, np.float32]
     assert all(np.array_equal(a, b) for a, b in zip(first, again, strict=True))
     assert not np.array_equal(first[0], random_inputs(mixed_module, seed=4)[0])
+
+
+def test_64_bit_parameters_reach_the_executable_as_they_are():
+    # torch-xla passes indices and RNG seeds as s64/u64; jax outside x64 mode would narrow them to 32 bits.
+    module = HloModule.from_text(
+        textwrap.dedent("""\
+            HloModule SyncTensorsGraph.12
+
+            ENTRY %SyncTensorsGraph.12 (p0: s64[3], p1: u64[2], p2: f64[2]) -> (s64[3], u64[2], f64[2]) {
+              %p0 = s64[3]{0} parameter(0)
+              %p1 = u64[2]{0} parameter(1)
+              %p2 = f64[2]{0} parameter(2)
+              %c = s64[] constant(4294967296)
+              %b = s64[3]{0} broadcast(s64[] %c), dimensions={}
+              %add = s64[3]{0} add(s64[3]{0} %p0, s64[3]{0} %b)
+              ROOT %tuple = (s64[3]{0}, u64[2]{0}, f64[2]{0}) tuple(%add, %p1, %p2)
+            }
+            """)
+    )
+    inputs = [np.array([1, 2, 3], np.int64), np.array([2**40, 7], np.uint64), np.array([1e-300, 2.0])]
+    outputs = execute(module, inputs).outputs
+    assert [out.dtype for out in outputs] == [np.int64, np.uint64, np.float64]
+    assert outputs[0].tolist() == [2**32 + 1, 2**32 + 2, 2**32 + 3] and outputs[1].tolist() == [2**40, 7]
+    assert outputs[2][0] == 1e-300
 
 
 def test_required_only_compile_of_an_optimized_module_matches_the_default(mixed_module):

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from xlabench.errors import DriverError
 from xlabench.xla import HloModule, PassDriver
 from xlabench.xla.cache import TransitionCache
+from xlabench.xla.compilers import installed_compiler
 from xlabench.xla.naming import INTERNAL_MODULE_NAME, under_internal_name, with_module_name
 from xlabench.xla.pool import CompilerPool
 from xlabench.xla.replay import replay_default_pipeline
@@ -116,7 +117,8 @@ def driver_with_worker_defect(tmp_path: Path, code: str) -> PassDriver:
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(textwrap.dedent(code))
-    pool = CompilerPool(environment={"PYTHONPATH": str(site)})
+    # The installed compiler's worker, whose PYTHONPATH the pool extends (an added compiler's does not).
+    pool = CompilerPool(environment={"PYTHONPATH": str(site)}, compiler=installed_compiler())
     return PassDriver(pool=pool, use_cache=False, crash_directory=str(tmp_path / "crashes"))
 
 
@@ -124,7 +126,9 @@ def driver_with_worker_defect(tmp_path: Path, code: str) -> PassDriver:
     ("hidden", "expected"),
     [
         (["before_optimizations"], "dump of the module as given"),
-        ([".after_algsimp."], "dump of the module after the run is missing"),
+        # Every dump after a run of algsimp: a gap in XLA's numbering, or a run without its after-dump.
+        ([".after_algsimp."], r"dump number \d{4} is missing|after the run is missing"),
+        ([".xlabench_module.0000."], "dump number 0000 is missing"),
     ],
 )
 def test_a_lost_dump_is_a_driver_error_never_an_unchanged_module(

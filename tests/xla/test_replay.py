@@ -9,9 +9,12 @@ from __future__ import annotations
 import json
 import shutil
 
+import pytest
+
 from xlabench.cli import main
 from xlabench.cli.bench.compiler import REPLAY_TOLERANCE
 from xlabench.graphs import resolve_graphs
+from xlabench.xla import default_driver
 from xlabench.xla.catalogue import COUNTING_POINT_PASS
 from xlabench.xla.replay import (
     FIXED_POINT_ROUND_LIMIT,
@@ -112,3 +115,28 @@ def test_bench_replay_json_reports_every_graph_within_tolerance(capsys, tmp_path
         assert row["same_module"], row  # on these graphs the replay ends on XLA's very module
         assert row["applications"] > 100  # every pass before the counting point, at least once
     assert abs(report["geomean_ratio"] - 1) <= REPLAY_TOLERANCE
+
+
+# Modules written by others (and the synthetic cases of what they carry) small enough for every CI run:
+# their names, aliasing, layouts and attributes are not jax's, and the replay must not care.
+CORPUS_REPLAY_MAX_OPS = 400
+
+
+def _small_corpus_graphs() -> list:
+    return [
+        graph
+        for corpus in ("foreign", "synthetic")
+        for graph in resolve_graphs(corpus)
+        if graph.instruction_count <= CORPUS_REPLAY_MAX_OPS
+    ]
+
+
+@pytest.mark.parametrize("graph", _small_corpus_graphs(), ids=lambda graph: graph.name)
+def test_xlas_pipeline_replayed_lands_on_its_count_on_modules_written_by_others(graph):
+    driver = default_driver()
+    module = driver.load(graph.hlo_text(), graph.name)
+    default_ops = driver.features(driver.run_default_pipeline(module)).op_count
+    replay = replay_default_pipeline(driver, module)
+    assert replay.errors == []
+    ratio = default_ops / driver.fair_op_count(replay.module, replay.passes)
+    assert abs(ratio - 1) <= REPLAY_TOLERANCE, (graph.name, ratio)

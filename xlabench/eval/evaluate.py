@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from xlabench.cluster import connect
-from xlabench.errors import CompilerError, UserInputError
+from xlabench.errors import CompilerError, DriverError, UserInputError
 from xlabench.eval.checkpoint import Checkpoint
 from xlabench.eval.records import BothExecutables, EvaluationRow
 from xlabench.graphs import Graph
@@ -127,7 +127,7 @@ def evaluate_graph(
                 row.outputs = BothExecutables(sequence_run.outputs, default_run.outputs)
             if keep_runs:
                 row.run_seconds = BothExecutables(sequence_run.run_seconds, default_run.run_seconds)
-    except CompilerError as error:
+    except (CompilerError, DriverError) as error:  # the graph failed: the others go on
         row.error = str(error)
     return row
 

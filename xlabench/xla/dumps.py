@@ -148,6 +148,10 @@ def dump_files(dump_dir: str, extension: str) -> dict[str, str]:
             raise DriverFailure(f"XLA wrote a dump file the driver cannot place: {name}")
         if name.endswith(extension):
             dumps[match.group(1).removesuffix(extension)] = os.path.join(dump_dir, name)
+    steps = sorted(dump_step(suffix) for suffix in dumps if suffix[:4].isdigit())
+    if steps != list(range(len(steps))):  # XLA numbers the dumps it writes 0, 1, 2, ...
+        missing = next(step for step in range(len(steps) + 1) if step not in steps)
+        raise DriverFailure(f"XLA's dump number {missing:04d} is missing from the stopped compile's dumps")
     if "before_optimizations" not in dumps:
         raise DriverFailure(
             f"XLA's dump of the module as given (before_optimizations{extension}) is missing from the "

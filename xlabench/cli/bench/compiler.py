@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xlabench.cli.compiler import load_module
-from xlabench.errors import CompilerError, UserInputError
+from xlabench.errors import CompilerError, DriverError, UserInputError
 from xlabench.eval.records import WorstGraph, geomean, worst_text
 from xlabench.graphs import resolve_graphs
 from xlabench.xla.catalogue import ACTION_SETS, DEFAULT_ACTION_SET
@@ -461,7 +461,7 @@ def replay_graph(driver: PassDriver, graph: Any, trace: bool = False) -> ReplayR
         if trace:
             traced = trace_replay(driver, module, replay)
             row.parting, row.trace = traced.parting(), trace_lines(traced)
-    except CompilerError as error:
+    except (CompilerError, DriverError) as error:  # a failed row: the other graphs go on
         row.error, row.seconds = str(error), time.perf_counter() - started
         return row
     row.ratio = default_ops / replay_ops

@@ -165,10 +165,14 @@ def optimized_module(executable: Any) -> Any:
 
 @_entry_point
 def put_on_device(value: Any) -> Any:
-    """A device buffer of a numpy array on the first CPU device."""
+    """A device buffer of a numpy array on the first CPU device, of the array's own dtype."""
     import jax
 
-    return jax.device_put(value, client().devices()[0])
+    # Outside x64 mode jax narrows 64-bit arrays (s64 -> s32, u64 -> u32, f64 -> f32), and a module with
+    # such parameters (torch-xla's indices and RNG seeds, f64 solvers) would be given the wrong buffers.
+    enable_x64 = jax.enable_x64 if hasattr(jax, "enable_x64") else jax.experimental.enable_x64
+    with enable_x64(True):
+        return jax.device_put(value, client().devices()[0])
 
 
 @_entry_point
