@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from xlabench.cli.arguments import seconds
 from xlabench.interactive.advise import advise
 from xlabench.interactive.serve import DEFAULT_TIMEOUT
 
@@ -20,7 +21,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=seconds(above=True),
         default=DEFAULT_TIMEOUT,
         help="seconds to wait for the compiler (default 300)",
     )

@@ -21,6 +21,7 @@ from xlabench.baselines.compare import (
 )
 from xlabench.baselines.search import SEARCH_DIR, load_search_baselines, search_table
 from xlabench.baselines.storage import load, previous_versions, write
+from xlabench.cli.arguments import POSITIVE, seconds
 from xlabench.errors import UserInputError
 from xlabench.eval.evaluate import evaluate_graphs
 from xlabench.files import write_atomically
@@ -60,18 +61,18 @@ def register(subparsers: Any) -> None:
             "--graphs",
             help="graph SPEC (default: the policy's scope, as in the plugin: all, or its families)",
         )
-        command.add_argument("--workers", type=int, default=2, help="compiler worker processes")
-        command.add_argument("--repeats", type=int, default=20, help="timed runs of each executable")
+        command.add_argument("--workers", type=POSITIVE, default=2, help="compiler worker processes")
+        command.add_argument("--repeats", type=POSITIVE, default=20, help="timed runs of each executable")
         command.add_argument(
             "--min-run-time",
-            type=float,
+            type=seconds(),
             default=BASELINE_RUN_SECONDS,
             metavar="SECONDS",
             help=f"time each executable at least this long in all (default {BASELINE_RUN_SECONDS})",
         )
     update.add_argument(
         "--measurements",
-        type=int,
+        type=POSITIVE,
         default=BASELINE_MEASUREMENTS,
         help="store the median runtime ratio of this many measurements, each with its own compiles "
         f"(default {BASELINE_MEASUREMENTS}; the rollout is measured once, then comes from the cache)",
@@ -114,7 +115,7 @@ def _measure(
     """Load a policy and evaluate it on the graphs, runtimes included (`measurements` times: see
     `median_rows`)."""
 
-    pool = CompilerPool(size=max(1, args.workers))
+    pool = CompilerPool(size=args.workers)
     try:
         driver = PassDriver(pool=pool)
         if driver.disabled_passes and args.handler is run_update:

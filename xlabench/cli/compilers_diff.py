@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from xlabench.cli.arguments import POSITIVE, seconds
 from xlabench.errors import UserInputError
 from xlabench.eval.compiler_diff import print_diff, run_compiler_diff, write_diff_report
 from xlabench.eval.evaluate import DEFAULT_POLICY
@@ -23,13 +24,13 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--json", metavar="FILE", help="write the diff as one JSON document")
     parser.add_argument("--report", metavar="DIR", help="write report.md and changes.png to DIR")
     parser.add_argument("--no-runtime", action="store_true", help="skip executing: no runtimes, no outputs")
-    parser.add_argument("--repeats", type=int, default=20, help="timed runs of each executable")
+    parser.add_argument("--repeats", type=POSITIVE, default=20, help="timed runs of each executable")
     parser.add_argument(
-        "--workers", type=int, default=2, help="graphs at a time (a worker per compiler each)"
+        "--workers", type=POSITIVE, default=2, help="graphs at a time (a worker per compiler each)"
     )
     parser.add_argument(
         "--tolerance",
-        type=float,
+        type=seconds(),
         default=0.0,
         help="D or R may grow this much (relative) before it regresses",
     )

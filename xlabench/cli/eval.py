@@ -6,8 +6,10 @@ import argparse
 import dataclasses
 from typing import Any
 
+from xlabench.cli.arguments import POSITIVE
+from xlabench.errors import UserInputError
 from xlabench.eval.checkpoint import Checkpoint
-from xlabench.eval.evaluate import DEFAULT_POLICY, evaluate_graphs, resolve_strategy
+from xlabench.eval.evaluate import DEFAULT_POLICY, SEARCH_STRATEGIES, evaluate_graphs, resolve_strategy
 from xlabench.eval.records import BELOW, LEFT_UNOPTIMIZED, EvaluationRow, Summary, summarize, worst_text
 from xlabench.eval.report import write_report
 from xlabench.files import write_json
@@ -43,16 +45,16 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--actions", default=DEFAULT_ACTION_SET, choices=sorted(ACTION_SETS))
     parser.add_argument(
         "--budget",
-        type=int,
+        type=POSITIVE,
         help=f"compiler calls per graph (default {DEFAULT_BUDGET}; search:guided {DEFAULT_GUIDED_BUDGET})",
     )
     parser.add_argument(
-        "--max-length", type=int, default=DEFAULT_MAX_LENGTH, help="passes per sequence (search)"
+        "--max-length", type=POSITIVE, default=DEFAULT_MAX_LENGTH, help="passes per sequence (search)"
     )
-    parser.add_argument("--width", type=int, default=5, help="beam width (search:beam)")
-    parser.add_argument("--repeats", type=int, default=20, help="timed runs of each executable")
+    parser.add_argument("--width", type=POSITIVE, default=5, help="beam width (search:beam)")
+    parser.add_argument("--repeats", type=POSITIVE, default=20, help="timed runs of each executable")
     parser.add_argument(
-        "--workers", type=int, default=2, help="compiler worker processes (graphs in parallel)"
+        "--workers", type=POSITIVE, default=2, help="compiler worker processes (graphs in parallel)"
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
@@ -70,19 +72,27 @@ def run_eval(args: argparse.Namespace) -> int:
     """Evaluate every graph of the SPEC in parallel; print the table, write JSON and report on success."""
 
     strategy = resolve_strategy(args.policy)
+    if args.budget is not None and strategy not in SEARCH_STRATEGIES:
+        raise UserInputError(
+            f"--budget is the compiler calls a search may spend; {args.policy or DEFAULT_POLICY} does not "
+            "search (search:random|greedy|beam|local|guided do)"
+        )
     graphs = resolve_graphs(args.graphs)
-    pool = CompilerPool(size=max(1, args.workers))
+    pool = CompilerPool(size=args.workers)
     driver = PassDriver(pool=pool)
-    budget = args.budget or (DEFAULT_GUIDED_BUDGET if strategy == "guided" else DEFAULT_BUDGET)
+    if args.budget is not None:
+        budget = args.budget
+    else:
+        budget = DEFAULT_GUIDED_BUDGET if strategy == "guided" else DEFAULT_BUDGET
     options: dict[str, Any] = {"budget": budget, "max_length": args.max_length}
-    if strategy in ("random", "greedy", "beam", "local"):
+    if strategy in SEARCH_STRATEGIES and strategy != "guided":
         options["actions"] = driver.catalogue.action_passes(args.actions)
     if strategy == "random":
         options["seed"] = args.seed
     if strategy == "beam":
         options["width"] = args.width
     label = args.policy or DEFAULT_POLICY
-    if strategy in ("random", "greedy", "beam", "local"):
+    if strategy in SEARCH_STRATEGIES and strategy != "guided":
         label = f"{label} ({budget} calls)"  # the same strategy at two budgets: two rows in `compare`
     action_match = None
     try:

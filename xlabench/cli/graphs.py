@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from xlabench.cli.arguments import POSITIVE
 from xlabench.errors import UserInputError
 from xlabench.graphs import build as builder
 from xlabench.graphs import storage
@@ -34,7 +35,7 @@ def register(subparsers: Any) -> None:
         default=storage.DATA_DIR,
         help="output directory (default: the package's stored suite)",
     )
-    build.add_argument("--jobs", type=int, default=builder.default_jobs(), help="worker processes")
+    build.add_argument("--jobs", type=POSITIVE, default=builder.default_jobs(), help="worker processes")
     build.set_defaults(handler=run_build)
 
     show = commands.add_parser("list", help="list graphs: name, family, split, instruction count")

@@ -6,6 +6,7 @@ import argparse
 from dataclasses import asdict
 from typing import Any
 
+from xlabench.cli.arguments import POSITIVE, seconds
 from xlabench.files import write_json
 from xlabench.interactive.serve import DEFAULT_ACTION_SET, DEFAULT_MAX_STEPS, DEFAULT_TIMEOUT, serve_episode
 
@@ -24,13 +25,16 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--max-steps",
-        type=int,
+        type=POSITIVE,
         default=DEFAULT_MAX_STEPS,
         help=f"decisions at most (default {DEFAULT_MAX_STEPS})",
     )
     parser.add_argument("--score", action="store_true", help="also send each decision's reward (float)")
     parser.add_argument(
-        "--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds to wait for the host (default 300)"
+        "--timeout",
+        type=seconds(above=True),
+        default=DEFAULT_TIMEOUT,
+        help="seconds to wait for the host (default 300)",
     )
     parser.add_argument("--json", metavar="FILE", help="also write the result as JSON to FILE")
     parser.set_defaults(handler=run_interactive)

@@ -17,6 +17,7 @@ from xlabench.agents.seeds import (
     parse_seeds,
     statistics,
 )
+from xlabench.cli.arguments import NON_NEGATIVE, POSITIVE
 from xlabench.errors import UserInputError
 from xlabench.eval.evaluate import evaluate_graphs
 from xlabench.eval.records import summarize
@@ -42,7 +43,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--name", default="general", help="policy name under policies/ (default general)")
     parser.add_argument("--algo", default="ppo", choices=ALGORITHMS)
     parser.add_argument("--graphs", default="train", help="SPEC to train on (default: the train split)")
-    parser.add_argument("--steps", type=int, default=DEFAULT_STEPS, help="environment steps")
+    parser.add_argument("--steps", type=NON_NEGATIVE, default=DEFAULT_STEPS, help="environment steps")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--seeds",
@@ -68,7 +69,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--validate-every",
-        type=int,
+        type=NON_NEGATIVE,
         default=0,
         metavar="STEPS",
         help="roll the policy out greedily on --select-on every STEPS environment steps of training "
@@ -87,7 +88,9 @@ def register(subparsers: Any) -> None:
         "when no seed ships (`xlabench compare` reads it)",
     )
     parser.add_argument("--logdir", default=None, help="TensorBoard log directory")
-    parser.add_argument("--workers", type=int, default=2, help="environment processes (one compiler each)")
+    parser.add_argument(
+        "--workers", type=POSITIVE, default=2, help="environment processes (one compiler each)"
+    )
     parser.add_argument(
         "--ray",
         metavar="ADDRESS",
@@ -196,7 +199,7 @@ def run_retrain(args: argparse.Namespace) -> int:
             if checkpoint is not None:
                 checkpoint.save(run)
         runs.append(run)
-    pool = CompilerPool(size=max(1, args.workers))
+    pool = CompilerPool(size=args.workers)
     driver = PassDriver(pool=pool)
     worse: list[str] = []
     summaries: dict[str, Summary] = {}  # per eval SPEC

@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from xlabench.cli.arguments import NON_NEGATIVE, POSITIVE
 from xlabench.cli.compiler import load_module
 from xlabench.errors import CompilerError, DriverError, UserInputError
 from xlabench.eval.records import WorstGraph, geomean, worst_text
@@ -62,18 +63,18 @@ def register(bench_subparsers: Any) -> None:
     driver.add_argument(
         "graph", nargs="?", help="an .hlo file or suite graph (default: a ~1,000-op GPT-2 step)"
     )
-    driver.add_argument("--rounds", type=int, default=5, help="rounds over every action pass")
+    driver.add_argument("--rounds", type=POSITIVE, default=5, help="rounds over every action pass")
     _add_actions_argument(driver)
     driver.add_argument("--json", action="store_true", help="print one JSON object")
     driver.set_defaults(handler=run_driver_benchmark)
 
     fuzz = bench_subparsers.add_parser("fuzz", help="random single passes and sequences; count crashes")
     fuzz.add_argument("graphs", nargs="*", help="suite graph names, splits, .hlo files or directories")
-    fuzz.add_argument("--singles", type=int, default=2000, help="random single-pass applications")
-    fuzz.add_argument("--sequences", type=int, default=200, help="random sequences")
-    fuzz.add_argument("--length", type=int, default=20, help="passes per sequence")
+    fuzz.add_argument("--singles", type=NON_NEGATIVE, default=2000, help="random single-pass applications")
+    fuzz.add_argument("--sequences", type=NON_NEGATIVE, default=200, help="random sequences")
+    fuzz.add_argument("--length", type=POSITIVE, default=20, help="passes per sequence")
     _add_actions_argument(fuzz)
-    fuzz.add_argument("--workers", type=int, default=2, help="compiler worker processes")
+    fuzz.add_argument("--workers", type=POSITIVE, default=2, help="compiler worker processes")
     fuzz.add_argument("--seed", type=int, default=0)
     fuzz.add_argument("--use-cache", action="store_true", help="reuse cached transitions (default: fresh)")
     fuzz.add_argument("--json", action="store_true", help="print one JSON object")
@@ -84,7 +85,7 @@ def register(bench_subparsers: Any) -> None:
     )
     replay.add_argument("graphs", nargs="?", default="all", help="graph SPEC (default: all)")
     replay.add_argument(
-        "--workers", type=int, default=2, help="compiler worker processes (graphs in parallel)"
+        "--workers", type=POSITIVE, default=2, help="compiler worker processes (graphs in parallel)"
     )
     replay.add_argument(
         "--no-cache", action="store_true", help="run every pass (default: transition cache on)"
@@ -102,7 +103,7 @@ def register(bench_subparsers: Any) -> None:
     )
     standalone.add_argument("graphs", nargs="?", default="all", help="graph SPEC (default: all)")
     standalone.add_argument("--passes", nargs="+", metavar="PASS", help="only these passes")
-    standalone.add_argument("--workers", type=int, default=2, help="compiler processes")
+    standalone.add_argument("--workers", type=POSITIVE, default=2, help="compiler processes")
     standalone.add_argument("--no-cache", action="store_true", help="run every pass (default: cache on)")
     standalone.add_argument("--json", action="store_true", help="print one JSON object")
     standalone.set_defaults(handler=run_standalone_benchmark)

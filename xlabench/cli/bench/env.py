@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from xlabench.cli.arguments import POSITIVE
 from xlabench.cli.bench.compiler import default_benchmark_graph
 from xlabench.xla import PassDriver
 from xlabench.xla.catalogue import ACTION_SETS, DEFAULT_ACTION_SET
@@ -23,7 +24,7 @@ def register(bench_subparsers: Any) -> None:
     parser.add_argument(
         "graph", nargs="?", help="a suite graph or .hlo file (default: a ~1,000-op GPT-2 step)"
     )
-    parser.add_argument("--steps", type=int, default=60, help="environment steps to time")
+    parser.add_argument("--steps", type=POSITIVE, default=60, help="environment steps to time")
     parser.add_argument(
         "--actions", default=DEFAULT_ACTION_SET, help=f"action set ({', '.join(ACTION_SETS)})"
     )
