@@ -19,7 +19,7 @@ import os
 import sys
 
 from xlabench.files import write_atomically
-from xlabench.xla.cache import cache_directory
+from xlabench.xla.cache import cache_directory, cache_unwritable
 
 NATIVE_SUFFIXES = (".so", ".pyd", ".dylib")
 # The environment variable a compiler worker reads its build identity from (set by the pool).
@@ -72,7 +72,10 @@ def native_digest(directory: str) -> str:
     answer = digest.hexdigest()
     memo = memo if isinstance(memo, dict) else {}
     memo[directory] = {"files": [list(item) for item in files], "digest": answer}
-    write_atomically(memo_path, json.dumps(memo, indent=1, sort_keys=True).encode())
+    try:
+        write_atomically(memo_path, json.dumps(memo, indent=1, sort_keys=True).encode())
+    except OSError as error:  # the memo only saves the next run half a second
+        cache_unwritable(memo_path, error)
     return answer
 
 

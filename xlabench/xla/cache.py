@@ -13,13 +13,16 @@ transaction. When it grows past `$XLABENCH_CACHE_MAX_MB` (default 4096), the old
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
+import sys
 import threading
 import time
 import zlib
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from xlabench.xla.structure import FINGERPRINT_VERSION
 
@@ -30,19 +33,69 @@ DEFAULT_MAX_MEGABYTES = 4096
 # How often (in writes) the size is checked, and what share of the records an eviction drops.
 _SIZE_CHECK_EVERY = 256
 _EVICTED_FRACTION = 0.25
+_Result = TypeVar("_Result")
 
 
 def cache_directory() -> str:
-    """$XLABENCH_CACHE_DIR, or ~/.cache/xlabench; created on first use."""
+    """$XLABENCH_CACHE_DIR, or ~/.cache/xlabench; created on first use (when it can be: each cache
+    that cannot write there runs without, and says so once)."""
     path = os.environ.get("XLABENCH_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "xlabench"
     )
-    os.makedirs(path, exist_ok=True)
+    with contextlib.suppress(OSError):
+        os.makedirs(path, exist_ok=True)
     return path
 
 
+_warned: set[str] = set()
+
+
+def warn_once(key: str, message: str) -> None:
+    """Print `xlabench: warning: MESSAGE` on stderr, once per process for each `key`."""
+    if key not in _warned:
+        _warned.add(key)
+        print(f"xlabench: warning: {message}", file=sys.stderr, flush=True)
+
+
+def cache_unwritable(path: str, error: Exception) -> None:
+    """Say once that a cache file cannot be written (the command goes on without keeping it)."""
+    reason = (error.strerror if isinstance(error, OSError) else None) or str(error)
+    warn_once(
+        "unwritable cache",
+        f"the cache directory {cache_directory()} cannot be written ({reason}: {path}): running "
+        "without keeping results there; every figure is computed as on a fresh cache",
+    )
+
+
+def _damaged(error: sqlite3.DatabaseError) -> bool:
+    """A file SQLite cannot read as a database (garbage, truncated), not a lock or a permission."""
+    text = str(error)
+    return not isinstance(error, sqlite3.OperationalError) or "malformed" in text or "not a database" in text
+
+
+def _set_aside(path: str, inode: int | None) -> str | None:
+    """Rename the damaged database this process opened (and its WAL files) out of the way; the new
+    name, or None when another process already did and started a new one at `path`."""
+    try:
+        if os.stat(path).st_ino != inode:
+            return None
+    except FileNotFoundError:
+        return None
+    aside = f"{path}.damaged-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(path + suffix, aside + suffix)
+    return aside
+
+
 class TransitionCache:
-    """(compiler build, fingerprint, pass) -> result record; safe across processes and threads."""
+    """(compiler build, fingerprint, pass) -> result record; safe across processes and threads.
+
+    A database SQLite cannot read (truncated, overwritten) is set aside under a timestamped name,
+    with one warning, and a new one started; one that cannot be opened or written (a read-only
+    directory, a full disk) turns the cache off for this process, with one warning. Neither changes
+    a result: a record not found is computed.
+    """
 
     def __init__(self, path: str | None = None, max_megabytes: float | None = None) -> None:
         self.path = path or os.path.join(cache_directory(), f"transitions-{CACHE_SCHEMA}.sqlite")
@@ -53,41 +106,87 @@ class TransitionCache:
         self._connection: sqlite3.Connection | None = None
         self._pid = -1
         self._writes = 0
+        self._off = False  # the database cannot be used here: every lookup misses, nothing is kept
+        self._inode: int | None = None  # of the file this process opened (set aside only that one)
+
+    def _guarded(self, operation: Callable[[sqlite3.Connection], _Result], default: _Result) -> _Result:
+        """`operation` on the connection; a damaged file is set aside once, an unusable one turns it off."""
+        for attempt in range(2):
+            if self._off:
+                return default
+            try:
+                return operation(self._connect())
+            except sqlite3.DatabaseError as error:
+                self._drop_connection()
+                if attempt == 0 and _damaged(error):
+                    aside = _set_aside(self.path, self._inode)
+                    if aside is not None:
+                        warn_once(
+                            f"damaged {self.path}",
+                            f"the transition cache {self.path} cannot be read ({error}): set aside as "
+                            f"{aside}, starting a new one",
+                        )
+                elif "locked" in str(error):
+                    raise  # another process holds it past the busy timeout: not the file's fault
+                else:  # cannot be opened or written: a read-only directory, a full disk
+                    self._off = True
+                    cache_unwritable(self.path, error)
+            except OSError as error:  # the directory itself cannot be made or entered
+                self._drop_connection()
+                self._off = True
+                cache_unwritable(self.path, error)
+        return default
+
+    def _drop_connection(self) -> None:
+        if self._connection is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._connection.close()
+        self._connection = None
 
     def _connect(self) -> sqlite3.Connection:
         # A connection must not cross fork(): reconnect in a child process.
         if self._connection is None or self._pid != os.getpid():
             connection = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
-            # Switching to WAL takes an exclusive lock that SQLite's busy timeout does not wait for:
-            # a process opening the cache while another one does gets "database is locked" at once.
-            for attempt in range(200):
-                try:
-                    connection.execute("PRAGMA journal_mode=WAL")
-                    break
-                except sqlite3.OperationalError as error:
-                    if "locked" not in str(error) or attempt == 199:
-                        raise
-                    time.sleep(0.05)
-            connection.execute("PRAGMA synchronous=NORMAL")
-            connection.execute(
-                "CREATE TABLE IF NOT EXISTS transitions ("
-                " jaxlib TEXT NOT NULL, fingerprint TEXT NOT NULL, pass TEXT NOT NULL,"
-                " record BLOB NOT NULL, PRIMARY KEY (jaxlib, fingerprint, pass))"
-            )
-            # Eviction drops the oldest rows first: SQLite's rowid grows with every insert.
+            self._inode = None
+            with contextlib.suppress(OSError):
+                self._inode = os.stat(self.path).st_ino
+            try:
+                self._set_up(connection)
+            except BaseException:
+                connection.close()
+                raise
             self._connection, self._pid = connection, os.getpid()
         return self._connection
+
+    @staticmethod
+    def _set_up(connection: sqlite3.Connection) -> None:
+        # Switching to WAL takes an exclusive lock that SQLite's busy timeout does not wait for:
+        # a process opening the cache while another one does gets "database is locked" at once.
+        for attempt in range(200):
+            try:
+                connection.execute("PRAGMA journal_mode=WAL")
+                break
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) or attempt == 199:
+                    raise
+                time.sleep(0.05)
+        connection.execute("PRAGMA synchronous=NORMAL")
+        # Eviction drops the oldest rows first: SQLite's rowid grows with every insert.
+        connection.execute(
+            "CREATE TABLE IF NOT EXISTS transitions ("
+            " jaxlib TEXT NOT NULL, fingerprint TEXT NOT NULL, pass TEXT NOT NULL,"
+            " record BLOB NOT NULL, PRIMARY KEY (jaxlib, fingerprint, pass))"
+        )
 
     def get(self, jaxlib_version: str, fingerprint: str, pass_name: str) -> dict[str, Any] | None:
         """The stored record, or None."""
         with self._lock:
-            row = (
-                self._connect()
-                .execute(
+            row = self._guarded(
+                lambda connection: connection.execute(
                     "SELECT record FROM transitions WHERE jaxlib = ? AND fingerprint = ? AND pass = ?",
                     (jaxlib_version, fingerprint, pass_name),
-                )
-                .fetchone()
+                ).fetchone(),
+                None,
             )
         if row is None:
             return None
@@ -99,8 +198,8 @@ class TransitionCache:
     def put(self, jaxlib_version: str, fingerprint: str, pass_name: str, record: dict[str, Any]) -> None:
         """Store a record (last writer wins; every writer computes the same record)."""
         blob = zlib.compress(json.dumps(record).encode(), 6)
-        with self._lock:
-            connection = self._connect()
+
+        def insert(connection: sqlite3.Connection) -> None:
             connection.execute(
                 "INSERT OR REPLACE INTO transitions (jaxlib, fingerprint, pass, record) VALUES (?, ?, ?, ?)",
                 (jaxlib_version, fingerprint, pass_name, blob),
@@ -109,15 +208,18 @@ class TransitionCache:
             if self._writes % _SIZE_CHECK_EVERY == 0:
                 self._evict_if_too_large(connection)
 
+        with self._lock:
+            self._guarded(insert, None)
+
     def size_bytes(self) -> int:
         """Bytes the records occupy (pages in use, free pages not counted)."""
         with self._lock:
-            return self._used_bytes(self._connect())
+            return self._guarded(self._used_bytes, 0)
 
     def evict_if_too_large(self) -> int:
         """Drop the oldest records while the cache is over its size limit; return how many."""
         with self._lock:
-            return self._evict_if_too_large(self._connect())
+            return self._guarded(self._evict_if_too_large, 0)
 
     @staticmethod
     def _used_bytes(connection: sqlite3.Connection) -> int:
@@ -143,7 +245,9 @@ class TransitionCache:
 
     def __len__(self) -> int:
         with self._lock:
-            return int(self._connect().execute("SELECT COUNT(*) FROM transitions").fetchone()[0])
+            return int(
+                self._guarded(lambda c: c.execute("SELECT COUNT(*) FROM transitions").fetchone()[0], 0)
+            )
 
     def close(self) -> None:
         """Close this process's connection."""

@@ -41,7 +41,7 @@ from typing import Any
 from xlabench.errors import UserInputError
 from xlabench.files import write_atomically
 from xlabench.xla import pool as compiler_pool
-from xlabench.xla.cache import cache_directory
+from xlabench.xla.cache import cache_directory, cache_unwritable
 from xlabench.xla.compilers import Compiler, compiler_build, resolve_compiler
 
 # Where "default" and "after a sequence" are both counted: just before this pass runs.
@@ -559,6 +559,9 @@ def load_catalogue(refresh: bool = False, compiler: Compiler | None = None) -> P
         except (OSError, ValueError, KeyError, TypeError):
             pass  # a damaged cache is rediscovered
     catalogue = discover(compiler)
-    write_atomically(path, json.dumps(catalogue.to_dict(), indent=1).encode())
+    try:
+        write_atomically(path, json.dumps(catalogue.to_dict(), indent=1).encode())
+    except OSError as error:  # discovered again by the next process
+        cache_unwritable(path, error)
     _loaded[version] = catalogue
     return catalogue

@@ -17,6 +17,7 @@ from typing import Any
 
 from xlabench.errors import CompilerError, DriverError
 from xlabench.xla import pool as compiler_pool
+from xlabench.xla.cache import cache_unwritable
 from xlabench.xla.compiler_change import CompilerChange
 from xlabench.xla.module import HloModule
 from xlabench.xla.reproducers import write_reproducer
@@ -95,8 +96,9 @@ class CompilerClient:
         module_text: str,
         message: str,
         stderr_tail: str,
-    ) -> str:
-        """Write module.hlo, passes.txt and error.json for a crash or hang; return the directory."""
+    ) -> str | None:
+        """Write module.hlo, passes.txt and error.json for a crash or hang; the directory (None when
+        it cannot be written)."""
         label = re.sub(r"[^\w.\-]+", "_", pass_name or function)
         directory = os.path.join(self.crash_directory, f"{kind}-{label}-{fingerprint[:12]}")
         details = {
@@ -111,7 +113,11 @@ class CompilerClient:
             if pass_name and not pass_name.startswith("@")
             else None,
         }
-        return write_reproducer(directory, module_text, [pass_name or function], "error.json", details)
+        try:
+            return write_reproducer(directory, module_text, [pass_name or function], "error.json", details)
+        except OSError as error:  # the error is still raised, without its reproducer
+            cache_unwritable(directory, error)
+            return None
 
 
 def _crash_summary(message: str, stderr_tail: str) -> str:

@@ -88,7 +88,10 @@ def compiled(text: str, overrides: dict[str, Any], compile_text: Callable[[], An
     """
     if not enabled():
         return compile_text(), False
-    path = os.path.join(_directory(), executable_key(text, overrides) + _SUFFIX)
+    try:
+        path = os.path.join(_directory(), executable_key(text, overrides) + _SUFFIX)
+    except OSError:  # the cache directory cannot be made (the caller has said so): compile, keep nothing
+        return compile_text(), False
     payload = _read(path)
     if payload is not None:
         try:

@@ -63,7 +63,12 @@ def to_text(module: Any) -> str:
     if payloads.elided_bytes(elided) < payloads.PAYLOAD_MIN_BYTES:
         return adapter.module_text(module, adapter.print_options())
     names = payloads.elided_names(elided)
-    return payloads.with_markers(elided, payloads.literals(module.as_serialized_hlo_module_proto(), names))
+    try:
+        return payloads.with_markers(
+            elided, payloads.literals(module.as_serialized_hlo_module_proto(), names)
+        )
+    except OSError:  # the payload store cannot be written (the caller has said so): every value in the text
+        return adapter.module_text(module, adapter.print_options())
 
 
 def full_text(text: str) -> str:
