@@ -47,6 +47,11 @@ def cache_directory() -> str:
     return path
 
 
+def crash_directory() -> str:
+    """Where crash and hang reproducers go: $XLABENCH_CRASH_DIR, or `crashes/` in the cache directory."""
+    return os.environ.get("XLABENCH_CRASH_DIR") or os.path.join(cache_directory(), "crashes")
+
+
 _warned: set[str] = set()
 
 

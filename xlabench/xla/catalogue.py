@@ -38,10 +38,10 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from xlabench.errors import UserInputError
-from xlabench.files import write_atomically
+from xlabench.errors import CompilerError, DriverError, UserInputError
+from xlabench.files import write_atomically, write_json
 from xlabench.xla import pool as compiler_pool
-from xlabench.xla.cache import cache_directory, cache_unwritable
+from xlabench.xla.cache import cache_directory, cache_unwritable, crash_directory
 from xlabench.xla.compilers import Compiler, compiler_build, resolve_compiler
 
 # Where "default" and "after a sequence" are both counted: just before this pass runs.
@@ -519,18 +519,57 @@ def classify(tree: list[dict[str, Any]], jaxlib_version: str) -> PassCatalogue:
     return PassCatalogue(jaxlib_version=jaxlib_version, tree=tree, passes=passes)
 
 
+DISCOVERY = "@discover-pipeline"  # the compiler call that discovers the pipeline, as errors name it
+
+
 def discover(compiler: Compiler, timeout: float = 600) -> PassCatalogue:
-    """Compile the probe module with pipeline logging on and classify what ran."""
-    version, log = compiler_pool.call_once(
-        "discover_pipeline",
-        {"TF_CPP_VMODULE": "hlo_pass_pipeline=1", "TF_CPP_MIN_LOG_LEVEL": "0", "TF_CPP_MAX_VLOG_LEVEL": "1"},
-        timeout=timeout,
-        compiler=compiler,
-    )
+    """Compile the probe module with pipeline logging on and classify what ran.
+
+    A worker that dies or hangs on the way is a CompilerError (with a reproducer: what the worker
+    printed, and the command that discovers again), as on any other compiler call.
+    """
+    try:
+        version, log = compiler_pool.call_once(
+            "discover_pipeline",
+            {
+                "TF_CPP_VMODULE": "hlo_pass_pipeline=1",
+                "TF_CPP_MIN_LOG_LEVEL": "0",
+                "TF_CPP_MAX_VLOG_LEVEL": "1",
+            },
+            timeout=timeout,
+            compiler=compiler,
+        )
+    except compiler_pool.CompilerFailure as failure:
+        raise CompilerError("error", str(failure), DISCOVERY) from None
+    except (compiler_pool.WorkerDied, compiler_pool.WorkerTimedOut) as failure:
+        kind = "crash" if isinstance(failure, compiler_pool.WorkerDied) else "timeout"
+        reproducer = _discovery_reproducer(compiler, kind, str(failure), failure.stderr_tail)
+        raise CompilerError(
+            kind, str(failure), DISCOVERY, None, failure.stderr_tail, reproducer, deterministic=False
+        ) from None
     tree = parse_pipeline_log(log)
     if not tree:
-        raise RuntimeError("XLA printed no pipeline log: cannot discover the pass catalogue")
+        raise DriverError("XLA printed no pipeline log: the pass catalogue cannot be discovered", DISCOVERY)
     return classify(tree, version)
+
+
+def _discovery_reproducer(compiler: Compiler, kind: str, message: str, stderr_tail: str) -> str | None:
+    """error.json of a discovery that died or hung, in the crash directory; None if it cannot be written."""
+    directory = os.path.join(crash_directory(), f"{kind}-discover-pipeline-{compiler.version}")
+    details = {
+        "kind": kind,
+        "function": "discover_pipeline",
+        "message": message,
+        "stderr_tail": stderr_tail,
+        "jaxlib": compiler.version,
+        "replay": f"xlabench passes --compiler {compiler.version}",
+    }
+    try:
+        write_json(os.path.join(directory, "error.json"), details)
+    except OSError as error:
+        cache_unwritable(directory, error)
+        return None
+    return directory
 
 
 _loaded: dict[str, PassCatalogue] = {}

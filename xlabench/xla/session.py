@@ -8,12 +8,12 @@ with crash reproducers (`xlabench.xla.compiler_client`), cached transitions
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from typing import Any
 
 from xlabench.xla import pool as compiler_pool
-from xlabench.xla.cache import TransitionCache, cache_directory
+from xlabench.xla.cache import TransitionCache
+from xlabench.xla.cache import crash_directory as default_crash_directory
 from xlabench.xla.catalogue import PassCatalogue, load_catalogue
 from xlabench.xla.compiler_change import CompilerChange, disabled_passes_from_environment
 from xlabench.xla.compiler_client import CompilerClient
@@ -55,11 +55,7 @@ class CompilerSession:
             lambda: self.catalogue,
         )
         self.disabled_passes = self.change.disabled_passes
-        self.crash_directory = (
-            crash_directory
-            or os.environ.get("XLABENCH_CRASH_DIR")
-            or os.path.join(cache_directory(), "crashes")
-        )
+        self.crash_directory = crash_directory or default_crash_directory()
         self.timeout = timeout
         self.client = CompilerClient(
             self.pool, self.change, timeout, self.crash_directory, lambda: self.jaxlib_version
