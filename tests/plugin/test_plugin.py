@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -308,3 +309,24 @@ def test_the_runtime_gate_can_be_turned_off_and_the_summary_says_so(pytester, ba
         ]
     )
     assert "benchmark 'xlabench: policy executables'" not in result.stdout.str()
+
+
+def test_baselines_and_known_gaps_come_from_the_rootdir_wherever_pytest_starts(tmp_path, baselines_root):
+    # A project (rootdir: its pytest.ini) with its own baselines and a reviewed gap, tested from tests/.
+    project = tmp_path / "project"
+    shutil.copytree(baselines_root, project / "baselines")
+    (project / "baselines" / "known-gaps.toml").write_text(
+        f'[[gap]]\ngraph = "{GRAPH}"\npolicy = "general"\ngate = "op count vs XLA\'s default"\n'
+        'reason = "a tolerance below the policy\'s result"\ndate = "2026-12-01"\n'
+    )
+    (project / "pytest.ini").write_text("[pytest]\n")
+    (project / "tests").mkdir()
+    (project / "tests" / "test_suite.py").write_text(SUITE)
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-k", "policy_on_graph",
+         "--xlabench-graphs", GRAPH, "--xlabench-policy", "general", "--xlabench-op-tolerance", "-0.01"],
+        cwd=project / "tests", capture_output=True, text=True, timeout=900,
+        env={key: value for key, value in os.environ.items() if key != "XLABENCH_BASELINES_DIR"},
+    )  # fmt: skip
+    assert "rootdir: " + str(project) in result.stdout
+    assert "1 xfailed" in result.stdout and "1 known gaps" in result.stdout, result.stdout[-2000:]

@@ -178,14 +178,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--xlabench-baselines",
         metavar="DIR",
-        help="baselines directory (default: the ini key xlabench_baselines, $XLABENCH_BASELINES_DIR, the "
-        "checkout's baselines/, or baselines/ in the current directory)",
+        help="baselines directory (default: the ini key xlabench_baselines, $XLABENCH_BASELINES_DIR, "
+        "baselines/ in pytest's rootdir, the checkout's baselines/, or baselines/ in the current directory)",
     )
     group.addoption(
         "--xlabench-policies",
         metavar="DIR",
-        help="policies directory (default: the ini key xlabench_policies, $XLABENCH_POLICIES_DIR, the "
-        "checkout's policies/, or the policies shipped in the package)",
+        help="policies directory (default: the ini key xlabench_policies, $XLABENCH_POLICIES_DIR, "
+        "policies/ in pytest's rootdir, the checkout's policies/, or the policies shipped in the package)",
     )
     parser.addini("xlabench_baselines", "baselines directory, relative to the rootdir (--xlabench-baselines)")
     parser.addini("xlabench_policies", "policies directory, relative to the rootdir (--xlabench-policies)")
@@ -207,8 +207,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """Read the options, check the ones given, register the session summary."""
     option = config.getoption
-    baselines = _directory_option(config, "xlabench_baselines")
-    policies = _directory_option(config, "xlabench_policies")
+    baselines = _directory_option(config, "xlabench_baselines", "XLABENCH_BASELINES_DIR", "baselines")
+    policies = _directory_option(config, "xlabench_policies", "XLABENCH_POLICIES_DIR", "policies")
     if policies is not None:
         # The one place policies are looked up: xdist workers configure alike and inherit it.
         os.environ["XLABENCH_POLICIES_DIR"] = str(policies)
@@ -241,13 +241,18 @@ def pytest_configure(config: pytest.Config) -> None:
     _check_given_options(config, settings)
 
 
-def _directory_option(config: pytest.Config, name: str) -> Path | None:
-    """A directory from the option (relative to the working directory) or ini key (to the rootdir)."""
+def _directory_option(config: pytest.Config, name: str, variable: str, folder: str) -> Path | None:
+    """A directory from the option (relative to the working directory), the ini key (to the rootdir),
+    else -- unless the environment variable names one -- `folder` in the rootdir when there is one:
+    wherever pytest is started in a project, its own baselines and policies are the ones judged by."""
     given = config.getoption(name)
     if given:
         return Path(given).resolve()
     configured = config.getini(name)
-    return (config.rootpath / configured).resolve() if configured else None
+    if configured:
+        return (config.rootpath / configured).resolve()
+    in_root = config.rootpath / folder
+    return in_root.resolve() if not os.environ.get(variable) and in_root.is_dir() else None
 
 
 def _check_given_options(config: pytest.Config, settings: Settings) -> None:
