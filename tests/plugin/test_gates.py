@@ -88,6 +88,25 @@ def test_known_gaps_are_read_checked_and_matched_by_gate(tmp_path):
         load_known_gaps(path)
 
 
+def test_a_known_gaps_file_that_would_not_apply_is_refused_one_line_a_problem(tmp_path):
+    # Misspelled, it would be ignored: "0 known gaps", and the user never learns why.
+    path = tmp_path / "known-gaps.toml"
+    entry = 'graph = "g"\npolicy = "{policy}"\ngate = "no baseline"\nreason = "r"\ndate = "d"\n'
+    path.write_text(
+        "[[gaps]]\n" + entry.format(policy="general")
+        + "[[gap]]\n" + entry.format(policy="genral") + 'colour = "red"\n'
+        + "[[gap]]\n" + entry.format(policy="general@v9.9")
+    )  # fmt: skip
+    with pytest.raises(UserInputError) as refused:
+        load_known_gaps(path)
+    assert str(refused.value).splitlines() == [
+        f"{path}: unknown table 'gaps' (gaps are listed as [[gap]])",
+        f"{path}: gap 1: unknown key(s) colour (graph, policy, gate, reason, date)",
+        f"{path}: gap 1: no policy 'genral' is stored (policies: general)",
+        f"{path}: gap 2: policy general has no version v9.9",
+    ]
+
+
 def verdict_summary(ratio: float, baseline_ratio: float | None, judged: bool = True) -> dict:
     """A verdict summary as the session collects it, reduced to what the suite-wide gate reads."""
     return {

@@ -330,3 +330,16 @@ def test_baselines_and_known_gaps_come_from_the_rootdir_wherever_pytest_starts(t
     )  # fmt: skip
     assert "rootdir: " + str(project) in result.stdout
     assert "1 xfailed" in result.stdout and "1 known gaps" in result.stdout, result.stdout[-2000:]
+
+
+def test_a_misspelled_known_gaps_file_stops_the_session_one_line_a_problem(
+    pytester, baselines_root, tmp_path
+):
+    baselines = tmp_path / "baselines"
+    shutil.copytree(baselines_root, baselines)
+    (baselines / "known-gaps.toml").write_text(
+        f'[[gaps]]\ngraph = "{GRAPH}"\npolicy = "general"\ngate = "no baseline"\nreason = "r"\ndate = "d"\n'
+    )
+    result = run_suite(pytester, baselines)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "known-gaps.toml: unknown table 'gaps' (gaps are listed as [[gap]])" in result.stderr.str()

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from xlabench.baselines.compare import MIN_RUN_SECONDS, Tolerances
 from xlabench.errors import UserInputError
 from xlabench.eval.evaluate import evaluate_graph
+from xlabench.policies.artifact import policy_names, versions
 
 if TYPE_CHECKING:  # the plugin loads with every pytest run: the compiler side is imported when used
     from xlabench.baselines.records import BaselineEntry
@@ -208,25 +209,56 @@ class KnownGap:
         return f"{self.gate} ({self.reason}; listed {self.date})"
 
 
+_GAP_KEYS = ("graph", "policy", "gate", "reason", "date")
+
+
 def load_known_gaps(path: Path) -> list[KnownGap]:
-    """The gaps listed in a known-gaps.toml (none when the file does not exist); bad entries: one line."""
+    """The gaps listed in a known-gaps.toml (none when the file does not exist).
+
+    Anything the file says that would not apply -- a table other than `[[gap]]`, a key no gap has, a
+    gate no gate has, a policy (or version) not stored -- is refused, one line a problem: a misspelled
+    entry must not leave a failure standing while the summary says the gap is known, or hide that it
+    is not.
+    """
 
     if not path.exists():
         return []
     try:
-        entries = tomllib.loads(path.read_text()).get("gap", [])
+        document = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as error:
         raise UserInputError(f"{path}: not a readable known-gaps file: {error}") from None
+    problems = [
+        f"{path}: unknown table {key!r} (gaps are listed as [[gap]])" for key in document if key != "gap"
+    ]
+    entries = document.get("gap", [])
+    if not isinstance(entries, list) or not all(isinstance(entry, dict) for entry in entries):
+        problems.append(f"{path}: `gap` must be an array of tables ([[gap]] entries)")
+        entries = []
+    stored = set(policy_names())
     gaps = []
     for number, entry in enumerate(entries, start=1):
-        fields = {name: entry.get(name) for name in ("graph", "policy", "gate", "reason", "date")}
+        unknown = sorted(set(entry) - set(_GAP_KEYS))
+        if unknown:
+            problems.append(
+                f"{path}: gap {number}: unknown key(s) {', '.join(unknown)} ({', '.join(_GAP_KEYS)})"
+            )
+        fields = {name: entry.get(name) for name in _GAP_KEYS}
         missing = [name for name, value in fields.items() if not isinstance(value, str) or not value]
         if missing:
-            raise UserInputError(f"{path}: gap {number} lacks {', '.join(missing)}")
+            problems.append(f"{path}: gap {number} lacks {', '.join(missing)}")
+            continue
         if fields["gate"] not in GATES:
-            gates = "; ".join(GATES)
-            raise UserInputError(f"{path}: gap {number}: unknown gate {fields['gate']!r} ({gates})")
+            problems.append(f"{path}: gap {number}: unknown gate {fields['gate']!r} ({'; '.join(GATES)})")
+        name, _, version = fields["policy"].partition("@")
+        if name not in stored:
+            problems.append(
+                f"{path}: gap {number}: no policy {name!r} is stored (policies: {', '.join(sorted(stored))})"
+            )
+        elif version and not any(f"v{major}.{minor}" == version for major, minor in versions(name)):
+            problems.append(f"{path}: gap {number}: policy {name} has no version {version}")
         gaps.append(KnownGap(**fields))
+    if problems:
+        raise UserInputError("\n".join(problems))
     return gaps
 
 

@@ -257,9 +257,12 @@ def _directory_option(config: pytest.Config, name: str, variable: str, folder: s
 
 def _check_given_options(config: pytest.Config, settings: Settings) -> None:
     """A mistyped graph SPEC, policy or pass stops pytest at once with one line (only options given:
-    a plain `pytest` in a project without policies must not fail for the plugin being installed)."""
+    a plain `pytest` in a project without policies must not fail for the plugin being installed), and
+    so does a known-gaps.toml that would not apply (one line a problem)."""
 
     try:
+        # A known-gaps file that would not apply stops the session too, not each case that reads it.
+        load_known_gaps((settings.baselines or baselines_directory()) / KNOWN_GAPS_FILE)
         if settings.compiler:
             resolve_compiler(settings.compiler)
         if settings.policies or settings.graphs_given:
