@@ -70,3 +70,24 @@ def test_a_stored_runtime_ratio_is_the_median_and_a_rollout_that_differs_is_not_
     assert a.runtime_ratio == 0.99 and a.runtime_ratios == [0.62, 1.01, 0.99]  # the outlier is not kept
     assert "differed between measurements" in b.error
     assert c.error == "compiler crashed"
+
+
+def test_update_says_which_stored_graphs_fail_a_gate_today_and_strict_exits_1(tmp_path, monkeypatch, capsys):
+    # The shipped policy stops short of XLA's default on this module (R 5 > D 4): stored, and said so.
+    monkeypatch.setenv("XLABENCH_BASELINES_DIR", str(tmp_path))
+    options = ["--policy", "general", "--graphs", "frontend-attributes", "--workers", "1"]
+    options += ["--measurements", "1", "--min-run-time", "0.01"]
+    assert main(["baselines", "update", *options]) == 0
+    out = capsys.readouterr().out
+    assert "frontend-attributes: stored, but fails a gate today: op count vs XLA's default: R 5 > D 4" in out
+    assert "general@v2.0: 1 of 1 stored graph(s) fail a gate against XLA's default not listed" in out
+    assert load("general", root=tmp_path).get("frontend-attributes") is not None
+    assert main(["baselines", "update", *options, "--strict"]) == 1
+    # Listed as a reviewed gap, it is said so, and --strict passes.
+    (tmp_path / "known-gaps.toml").write_text(
+        '[[gap]]\ngraph = "frontend-attributes"\npolicy = "general"\ngate = "op count vs XLA\'s default"\n'
+        'reason = "the policy stops one pass short"\ndate = "2026-12-01"\n'
+    )
+    capsys.readouterr()
+    assert main(["baselines", "update", *options, "--strict"]) == 0
+    assert "0 of 1 stored graph(s) fail a gate against XLA's default not listed" in capsys.readouterr().out

@@ -14,18 +14,20 @@ from xlabench.baselines.compare import (
     REGRESSIONS,
     SLOWER,
     Comparison,
+    Tolerances,
     counts,
     markdown_table,
     summary,
     text_table,
 )
 from xlabench.baselines.search import SEARCH_DIR, load_search_baselines, search_table
-from xlabench.baselines.storage import load, previous_versions, write
+from xlabench.baselines.storage import baselines_directory, load, previous_versions, write
 from xlabench.cli.arguments import POSITIVE, seconds
 from xlabench.errors import UserInputError
 from xlabench.eval.evaluate import evaluate_graphs
 from xlabench.files import write_atomically
 from xlabench.graphs import resolve_graphs
+from xlabench.plugin.gates import KNOWN_GAPS_FILE, judge, load_known_gaps, split_known
 from xlabench.policies.artifact import graph_scope, policies_directory, policy_names
 from xlabench.policies.policy import load_policy
 from xlabench.xla import PassDriver
@@ -76,6 +78,12 @@ def register(subparsers: Any) -> None:
         default=BASELINE_MEASUREMENTS,
         help="store the median runtime ratio of this many measurements, each with its own compiles "
         f"(default {BASELINE_MEASUREMENTS}; the rollout is measured once, then comes from the cache)",
+    )
+    update.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 when a stored graph fails a gate against XLA's default today (op count, runtime, "
+        "outputs) and known-gaps.toml does not list it",
     )
     diff.add_argument("--report", metavar="FILE", help="also write the comparison as Markdown to FILE")
     diff.add_argument(
@@ -170,9 +178,8 @@ def run_update(args: argparse.Namespace) -> int:
     """Measure each policy on the graphs and store its baselines; graphs that failed are named. For a
     new policy version, show per graph how it compares with the version stored before."""
 
-    if args.measurements < 1:
-        raise UserInputError(f"--measurements must be at least 1, got {args.measurements}")
-    failed = 0
+    failed = failing = 0
+    gaps = load_known_gaps(baselines_directory() / KNOWN_GAPS_FILE)
     for reference in _policies(args.policy):
         policy, rows = _measure(reference, args, args.measurements)
         name = policy.artifact.metadata["name"]
@@ -184,9 +191,35 @@ def run_update(args: argparse.Namespace) -> int:
                 print(f"{row.name}: not stored: {row.error}")
         stored = sum(row.error is None for row in rows)
         print(f"{policy.label}: {stored} graph(s) stored in {directory}")
+        failing += _show_failing_gates(policy.label, rows, gaps)
         if before:
             _show_against_previous(policy.label, before, rows)
-    return 1 if failed else 0
+    return 1 if failed or (args.strict and failing) else 0
+
+
+def _show_failing_gates(label: str, rows: list[EvaluationRow], gaps: list[Any]) -> int:
+    """Per stored graph, each gate against XLA's default (op count, runtime, outputs) it fails today --
+    what the next pytest run reports -- and a summary line; how many graphs fail one not listed."""
+    unlisted = listed = 0
+    for row in rows:
+        if row.error is not None:
+            continue
+        failures = judge(row, None, Tolerances())
+        covering = [gap for gap in gaps if gap.covers(row.name, label)]
+        standing, known, _ = split_known(failures, covering)
+        standing = [line for line in standing if not line.startswith("known gap closed")]
+        for line in standing:
+            print(f"{row.name}: stored, but fails a gate today: {line}")
+        for line in known:
+            print(f"{row.name}: stored, fails a listed gap's gate: {line}")
+        unlisted += bool(standing)
+        listed += bool(known) and not standing
+    stored = sum(row.error is None for row in rows)
+    print(
+        f"{label}: {unlisted} of {stored} stored graph(s) fail a gate against XLA's default not listed in "
+        f"{KNOWN_GAPS_FILE}, {listed} fail only listed ones"
+    )
+    return unlisted
 
 
 def _show_against_previous(label: str, before: dict[str, PreviousVersion], rows: list[EvaluationRow]) -> None:
