@@ -88,3 +88,31 @@ def test_a_payload_missing_from_the_store_is_one_line_naming_the_file(tmp_path, 
     error = capsys.readouterr().err
     assert f"{path}: not a valid HLO module: constant payload abababababab is not in" in error
     assert error.count("\n") == 1
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage"])
+def test_a_damaged_payload_is_said_once_then_stored_whole_again(tmp_path, monkeypatch, damage):
+    # A payload store of its own (the drivers' workers start with it): damaging it touches no other test.
+    from pathlib import Path
+
+    from xlabench.errors import CompilerError
+    from xlabench.xla import PassDriver
+    from xlabench.xla.cache import TransitionCache
+    from xlabench.xla.pool import CompilerPool
+
+    monkeypatch.setenv("XLABENCH_CACHE_DIR", str(tmp_path))
+    cache = str(tmp_path / "transitions.sqlite")
+
+    def fresh_process() -> PassDriver:  # what the next command is: new workers, the cache on disk
+        return PassDriver(pool=CompilerPool(), cache=TransitionCache(cache))
+
+    module = fresh_process().load(module_text(), "weights.hlo")
+    [digest] = payloads.without_markers(module.text)[1].values()
+    path = Path(payloads.payload_directory()) / digest[:2] / digest
+    whole = path.read_bytes()
+    path.write_bytes(whole[: len(whole) // 2] if damage == "truncated" else bytes(len(whole)))
+    with pytest.raises(CompilerError, match="damaged .* and is removed: load the original module again"):
+        fresh_process().apply_pass(module, "constant_folding")
+    # The next process that loads the module (its description cached) stores the payload whole again.
+    again = fresh_process().load(module_text(), "weights.hlo")
+    assert again.fingerprint == module.fingerprint and path.read_bytes() == whole

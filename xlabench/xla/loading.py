@@ -8,6 +8,7 @@ import threading
 from typing import Any
 
 from xlabench.errors import CompilerError, UserInputError
+from xlabench.xla import payloads
 from xlabench.xla.compiler_client import CompilerClient, text_sha256
 from xlabench.xla.elided_constants import fill_elided_constants
 from xlabench.xla.features import Features
@@ -63,6 +64,10 @@ class ModuleLoader:
         # Every test and process that judges a graph loads it: the canonical form is cached too.
         key = transition_key(LOAD_KEY, "describe", {})
         description = self.store.get(digest, key)
+        if description is not None and not all(
+            payloads.is_stored(named) for named in payloads.without_markers(description["text"])[1].values()
+        ):
+            description = None  # a payload it names is gone (removed as damaged): the text stores it again
         if description is None:
             try:
                 description = self.client.call("describe", None, text)

@@ -16,6 +16,7 @@ HloComputationProto.instructions = 2, HloInstructionProto.name = 1, .literal = 8
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -75,9 +76,18 @@ def store(literal: bytes) -> str:
     """Keep a serialized LiteralProto in the store (once); its digest."""
     digest = hashlib.sha256(literal).hexdigest()
     path = os.path.join(payload_directory(), digest[:2], digest)
-    if not os.path.exists(path):
+    try:
+        kept = os.path.getsize(path) == len(literal)
+    except OSError:
+        kept = False
+    if not kept:  # missing, or cut short (a killed writer, a full disk): written whole
         write_atomically(path, literal)
     return digest
+
+
+def is_stored(digest: str) -> bool:
+    """Whether the store holds a payload of that digest (not checked: `load` checks)."""
+    return os.path.exists(os.path.join(payload_directory(), digest[:2], digest))
 
 
 def load(digest: str) -> bytes:
@@ -92,7 +102,13 @@ def load(digest: str) -> bytes:
             "with another cache directory: load the original module again)"
         ) from None
     if hashlib.sha256(literal).hexdigest() != digest:
-        raise MissingPayload(f"constant payload {path} is damaged (checksum mismatch): remove it")
+        # Removed, so that loading the original module again stores it whole.
+        with contextlib.suppress(OSError):
+            os.remove(path)
+        raise MissingPayload(
+            f"constant payload {path} was damaged (checksum mismatch) and is removed: load the original "
+            "module again"
+        )
     return literal
 
 
