@@ -15,6 +15,16 @@ class UnknownPassError(UserInputError):
     """A pass name that the installed XLA CPU pipeline does not have (or may not be applied)."""
 
 
+def _said(
+    what: str, message: str, pass_name: str | None, fingerprint: str | None, reproducer: str | None
+) -> str:
+    """A compiler call's failure as one line: what, in which pass, on which module, why, the reproducer."""
+    where = f" in pass {pass_name}" if pass_name else ""
+    module = f" on module {fingerprint[:12]}" if fingerprint else ""
+    saved = f" (reproducer: {reproducer})" if reproducer else ""
+    return f"{what}{where}{module}: {message}{saved}"
+
+
 class CompilerError(XlabenchError):
     """A compiler call that failed: XLA's error status, a crash of the compiler process, or a hang.
 
@@ -41,10 +51,7 @@ class CompilerError(XlabenchError):
         self.fingerprint = fingerprint
         self.stderr_tail = stderr_tail
         self.reproducer = reproducer
-        where = f" in pass {pass_name}" if pass_name else ""
-        module = f" on module {fingerprint[:12]}" if fingerprint else ""
-        saved = f" (reproducer: {reproducer})" if reproducer else ""
-        super().__init__(f"compiler {kind}{where}{module}: {message}{saved}")
+        super().__init__(_said(f"compiler {kind}", message, pass_name, fingerprint, reproducer))
 
     @classmethod
     def from_dict(cls, data: dict[str, str | None]) -> CompilerError:
@@ -85,10 +92,8 @@ class DriverError(XlabenchError):
         self.pass_name = pass_name
         self.fingerprint = fingerprint
         self.reproducer = reproducer
-        where = f" in pass {pass_name}" if pass_name else ""
-        module = f" on module {fingerprint[:12]}" if fingerprint else ""
-        saved = f" (reproducer: {reproducer})" if reproducer else ""
-        super().__init__(f"driver error{where}{module}: {message}{saved} (xlabench's defect, not XLA's)")
+        said = _said("driver error", message, pass_name, fingerprint, reproducer)
+        super().__init__(f"{said} (xlabench's defect, not XLA's)")
 
 
 def differing_settings(stored: dict, current: dict) -> str:
