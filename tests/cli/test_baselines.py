@@ -52,7 +52,7 @@ def test_update_stores_and_diff_shows_what_a_compiler_change_does(tmp_path, monk
     assert "baselines are measured with the whole compiler" in capsys.readouterr().err
     monkeypatch.delenv("XLABENCH_DISABLE_PASSES")
     assert main(["baselines", "update", *options, "--measurements", "0"]) == 2
-    assert "--measurements must be at least 1, got 0" in capsys.readouterr().err
+    assert "argument --measurements: must be at least 1, got 0" in capsys.readouterr().err
 
 
 def test_a_stored_runtime_ratio_is_the_median_and_a_rollout_that_differs_is_not_stored():

@@ -84,7 +84,7 @@ def test_build_into_a_directory(
             ["graphs", "build", "--out", "{tmp}", "nosuchgraph"],
             "unknown graph, family or split 'nosuchgraph'",
         ),
-        (["graphs", "build", "--out", "{tmp}", "--jobs", "0", "gpt2"], "--jobs must be at least 1"),
+        (["graphs", "build", "--out", "{tmp}", "--jobs", "0", "gpt2"], "argument --jobs: must be at least 1"),
     ],
 )
 def test_user_mistakes_exit_2_with_one_line(

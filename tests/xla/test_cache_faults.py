@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from xlabench.xla.cache import CACHE_SCHEMA, TransitionCache
+from xlabench.xla.cache import CACHE_SCHEMA, TransitionCache, _set_aside
 
 GRAPH = "opt-barrier"  # a synthetic case: seconds to compile
 
@@ -75,14 +75,13 @@ def test_a_database_that_cannot_be_opened_turns_the_cache_off(tmp_path, capsys):
 
 
 def test_a_damaged_database_another_process_set_aside_is_not_set_aside_again(tmp_path):
+    # Process A met the damage first and started a new database at the path; process B, which opened the
+    # damaged file, meets it later: the file at the path is not the one B opened, so B leaves it.
     path = tmp_path / "transitions.sqlite"
-    first, second = TransitionCache(str(path)), TransitionCache(str(path))
-    first.put("v", "f", "p", {"text": "x"})
-    assert second.get("v", "f", "p") == {"text": "x"}  # both have the file open
-    first.close()
-    second.close()
-    _damage(path, "garbage")
-    assert first.get("v", "f", "p") is None  # sets it aside, starts a new one
-    first.put("v", "f", "p", {"text": "y"})
-    assert second.get("v", "f", "p") == {"text": "y"}
+    path.write_bytes(b"damaged")
+    opened_by_b = path.stat().st_ino
+    assert _set_aside(str(path), opened_by_b) is not None  # A's move (A had opened it too)
+    TransitionCache(str(path)).put("v", "f", "p", {"text": "new"})  # A's new database
+    assert _set_aside(str(path), opened_by_b) is None
+    assert TransitionCache(str(path)).get("v", "f", "p") == {"text": "new"}
     assert len(list(tmp_path.glob("transitions.sqlite.damaged-*"))) == 1

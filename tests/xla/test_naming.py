@@ -3,7 +3,9 @@ for a pass that changed nothing."""
 
 from __future__ import annotations
 
+import re
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -28,8 +30,14 @@ FOREIGN_NAMES = (
     "before_optimizations",
     "x-y.z_" + "w" * 300,
 )
-# XLA's name token: a letter or "_", then letters, digits, "_", "." and "-".
-xla_names = st.from_regex(r"\A[A-Za-z_][A-Za-z0-9_.\-]{0,60}\Z")
+# XLA's name token: a letter or "_", then letters, digits, "_", "." and "-" -- but not a word its lexer
+# reads as a keyword or an element type (XLA refuses `HloModule f32`).
+_NOT_NAMES = re.compile(
+    r"(pred|[suf]\d+|bf16|c64|c128|f8\w*|f4\w*|token|opaque|true|false|inf|nan|ENTRY|ROOT)"
+)
+xla_names = st.from_regex(r"\A[A-Za-z_][A-Za-z0-9_.\-]{0,60}\Z").filter(
+    lambda name: not _NOT_NAMES.fullmatch(name)
+)
 
 
 def renamed(module: HloModule, name: str) -> str:
@@ -50,6 +58,36 @@ def test_a_header_is_renamed_and_named_back(name):
     assert with_module_name(under_internal_name(f"HloModule {name}\n")[0], name) == f"HloModule {name}\n"
     with pytest.raises(DriverError, match="does not start with"):
         with_module_name("HloModule someone_else, x", name)
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("/* a\n block */ // line\r\nHloModule %m.1, x\r\n", "m.1"),  # comments, CRLF, a % name
+        ("HloModule%m.2\n", "m.2"),
+        # A block comment ends at its first */: the metadata's "HloModule b" is no header.
+        (
+            "/* c */\nENTRY %e () -> f32[] {\n  ROOT %x = f32[] constant(1), "
+            'metadata={op_name="a */ HloModule b"}\n}\n',
+            "e",
+        ),
+        ("\n\n    ENTRY %indented.4 () -> f32[] {", "indented.4"),
+    ],
+)
+def test_header_forms_xla_takes_are_read_and_nothing_else(text, name):
+    internal, found = under_internal_name(text)
+    renamed_header = text.replace(f"HloModule %{name}", f"HloModule %{INTERNAL_MODULE_NAME}", 1).replace(
+        f"HloModule%{name}", f"HloModule%{INTERNAL_MODULE_NAME}", 1
+    )
+    given_header = f"HloModule {INTERNAL_MODULE_NAME} {text}"  # a text without one (on its first line)
+    assert found == name and internal in (renamed_header, given_header) and internal != text
+
+
+def test_a_text_without_a_header_is_read_at_once_whatever_it_starts_with():
+    # Nested quantifiers over leading whitespace once made a header-less text take seconds per space.
+    started = time.perf_counter()
+    assert under_internal_name("\n" + " " * 5000 + "ENTRY %main () -> f32[] {}")[1] == "main"
+    assert time.perf_counter() - started < 0.5
 
 
 def test_a_module_without_a_header_is_named_after_its_entry(data_directory, redundant_module):
@@ -112,14 +150,16 @@ NO_STOP_MARKER = """
 """
 
 
-def driver_with_worker_defect(tmp_path: Path, code: str) -> PassDriver:
+def driver_with_worker_defect(tmp_path: Path, code: str, cache: TransitionCache | None = None) -> PassDriver:
     """A driver whose worker runs `code` at start (as its sitecustomize): a defect of the driver's own."""
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(textwrap.dedent(code))
     # The installed compiler's worker, whose PYTHONPATH the pool extends (an added compiler's does not).
     pool = CompilerPool(environment={"PYTHONPATH": str(site)}, compiler=installed_compiler())
-    return PassDriver(pool=pool, use_cache=False, crash_directory=str(tmp_path / "crashes"))
+    return PassDriver(
+        pool=pool, cache=cache, use_cache=cache is not None, crash_directory=str(tmp_path / "crashes")
+    )
 
 
 @pytest.mark.parametrize(
@@ -142,6 +182,20 @@ def test_a_lost_dump_is_a_driver_error_never_an_unchanged_module(
         assert raised.value.reproducer and (Path(raised.value.reproducer) / "module.hlo").exists()
     finally:
         driver.pool.close()
+
+
+def test_a_driver_error_is_never_kept_as_the_passs_answer(tmp_path, redundant_module):
+    cache = str(tmp_path / "transitions.sqlite")
+    lose = LOSING_DUMPS.format(hidden=["before_optimizations"])
+    broken = driver_with_worker_defect(tmp_path, lose, TransitionCache(cache))
+    try:
+        with pytest.raises(DriverError):
+            broken.apply_pass(redundant_module, "algsimp")
+    finally:
+        broken.pool.close()
+    # The same cache, a sound driver: the pass runs (nothing of the failure was kept).
+    sound = PassDriver(cache=TransitionCache(cache))
+    assert sound.apply_pass(redundant_module, "algsimp").fingerprint != redundant_module.fingerprint
 
 
 def test_a_lost_dump_of_the_pipeline_is_a_driver_error(tmp_path, redundant_module):

@@ -113,6 +113,15 @@ def test_a_damaged_payload_is_said_once_then_stored_whole_again(tmp_path, monkey
     path.write_bytes(whole[: len(whole) // 2] if damage == "truncated" else bytes(len(whole)))
     with pytest.raises(CompilerError, match="damaged .* and is removed: load the original module again"):
         fresh_process().apply_pass(module, "constant_folding")
-    # The next process that loads the module (its description cached) stores the payload whole again.
-    again = fresh_process().load(module_text(), "weights.hlo")
+    # The next process that loads the module (its description cached) stores the payload whole again,
+    # and the pass runs: the loss was never kept as the pass's answer.
+    driver = fresh_process()
+    again = driver.load(module_text(), "weights.hlo")
     assert again.fingerprint == module.fingerprint and path.read_bytes() == whole
+    folded = driver.apply_pass(again, "constant_folding")
+    assert "reverse" not in folded.text and payloads.has_payloads(folded.text)
+    # A folded constant's payload removed: the record that names it is made again, not served.
+    [made] = payloads.without_markers(folded.text)[1].values()
+    (Path(payloads.payload_directory()) / made[:2] / made).unlink()
+    assert fresh_process().apply_pass(again, "constant_folding").fingerprint == folded.fingerprint
+    assert payloads.all_stored(folded.text)

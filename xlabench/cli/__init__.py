@@ -5,9 +5,18 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import NoReturn
 
 from xlabench.errors import XlabenchError
 from xlabench.xla.compilers import COMPILER_VARIABLE, resolve_compiler
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """A parser whose mistakes are one line (`xlabench eval: error: argument --budget: ...`), exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print the mistake on one line, with where the usage is, and exit 2."""
+        self.exit(2, f"{self.prog}: error: {message} (usage: {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     from xlabench.cli.bench import env as env_bench
     from xlabench.cli.bench import scaling as scaling_bench
 
-    parser = argparse.ArgumentParser(prog="xlabench", description=__doc__)
+    parser = OneLineParser(prog="xlabench", description=__doc__)  # its subcommands' parsers too
     subparsers = parser.add_subparsers(dest="command", required=True)
     compiler_cli.register(subparsers)
     graphs_cli.register(subparsers)
@@ -74,7 +83,10 @@ def _leaf_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentPars
 def main(argv: list[str] | None = None) -> int:
     """Run one subcommand; user mistakes become a single `xlabench: error: ...` line and exit 2."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit:  # a parse mistake (one line, 2) or --help (0)
+        return int(exit.code or 0)
     try:
         if getattr(args, "compiler", None):
             # Every driver, pool and worker process of this run resolves the compiler from here.

@@ -9,6 +9,7 @@ import sys
 import time
 from typing import Any
 
+from xlabench.cli.arguments import NON_NEGATIVE
 from xlabench.errors import CompilerError, UserInputError
 from xlabench.graphs import resolve_graphs
 from xlabench.xla.catalogue import ACTION_SETS, load_catalogue
@@ -44,7 +45,7 @@ def register(subparsers: Any) -> None:
         "a reproducer of the pytest plugin's semantics check",
     )
     apply.add_argument(
-        "--input-seed", type=_non_negative, default=0, help="--check-outputs: the inputs' seed (0)"
+        "--input-seed", type=NON_NEGATIVE, default=0, help="--check-outputs: the inputs' seed (0)"
     )
     apply.add_argument(
         "--signed-inputs",
@@ -52,17 +53,6 @@ def register(subparsers: Any) -> None:
         help="--check-outputs: normal inputs (default: their absolute values)",
     )
     apply.set_defaults(handler=run_apply)
-
-
-def _non_negative(text: str) -> int:
-    """An argparse type: an integer >= 0 (a seed), else one usage line."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
-    return value
 
 
 def register_compilers(subparsers: Any) -> None:

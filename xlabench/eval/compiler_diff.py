@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xlabench.errors import CompilerError, UserInputError
+from xlabench.errors import CompilerError, DriverError, UserInputError
 from xlabench.eval.evaluate import evaluate_graph
 from xlabench.eval.records import EvaluationRow
 from xlabench.files import png_bytes, write_atomically
@@ -215,7 +215,7 @@ def diff_graph(
             entry.changed_by["policy"] = found.to_dict() if found else None
     except UnsupportedCompiler:
         raise  # the compiler, not the graph: no diff can go on
-    except (CompilerError, UserInputError) as error:
+    except (CompilerError, DriverError, UserInputError) as error:
         entry.changed_by["error"] = str(error)
     return entry
 

@@ -218,7 +218,12 @@ def corpus_sources(directory: Path) -> dict[str, dict[str, str]]:
     for line in lines[header + 2 :]:
         if not line.startswith("|"):
             break
-        row = dict(zip(columns, (cell.strip() for cell in line.strip("|").split("|")), strict=False))
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        if len(cells) != len(columns) or not all(cells[columns.index(column)] for column in _SOURCES_COLUMNS):
+            raise UserInputError(
+                f"{path}: a row of the table has {len(cells)} cells, or an empty one: {line[:80]}"
+            )
+        row = dict(zip(columns, cells, strict=True))
         commit = _COMMIT.search(row["commit"])
         sources[row["file"].removesuffix(CORPUS_SUFFIX)] = {
             "producer": row["producer"].split()[0],

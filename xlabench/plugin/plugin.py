@@ -19,7 +19,7 @@ import pytest
 
 from xlabench.baselines.compare import MIN_RUN_SECONDS, Tolerances
 from xlabench.baselines.storage import baselines_directory, load
-from xlabench.errors import CompilerError, UserInputError
+from xlabench.errors import CompilerError, DriverError, UserInputError
 from xlabench.eval.records import figure
 from xlabench.files import write_json
 from xlabench.graphs import resolve_graphs
@@ -427,7 +427,7 @@ class Judge:
                 )
             if found is None and baseline.default_ops is not None and row.default_ops != baseline.default_ops:
                 found = attribute_default(reference, self.driver, text, case.graph.name)
-        except (CompilerError, UserInputError) as error:
+        except (CompilerError, DriverError, UserInputError) as error:
             return f"not attributed: {error}"
         return (
             None if found is None else f"jaxlib {jaxlib} -> {self.driver.jaxlib_version}: {found.describe()}"

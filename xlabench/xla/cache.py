@@ -74,8 +74,7 @@ def cache_unwritable(path: str, error: Exception) -> None:
 
 def _damaged(error: sqlite3.DatabaseError) -> bool:
     """A file SQLite cannot read as a database (garbage, truncated), not a lock or a permission."""
-    text = str(error)
-    return not isinstance(error, sqlite3.OperationalError) or "malformed" in text or "not a database" in text
+    return getattr(error, "sqlite_errorcode", None) in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
 
 
 def _set_aside(path: str, inode: int | None) -> str | None:

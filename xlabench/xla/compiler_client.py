@@ -69,7 +69,8 @@ class CompilerClient:
         try:
             return self.pool.call(function, timeout=timeout, text=text, **arguments)
         except compiler_pool.CompilerFailure as failure:
-            raise CompilerError("error", str(failure), subject, fingerprint) from None
+            lasting = not isinstance(failure, compiler_pool.TransientFailure)
+            raise CompilerError("error", str(failure), subject, fingerprint, deterministic=lasting) from None
         except compiler_pool.DriverFailure as failure:
             message = str(failure)
             reproducer = self._save_reproducer("driver", function, subject, fingerprint, text, message, "")

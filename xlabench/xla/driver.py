@@ -29,6 +29,7 @@ from xlabench.xla import payloads
 from xlabench.xla.catalogue import COUNTING_POINT_PASS, FIXED_POINT_SUFFIX, instance_key
 from xlabench.xla.compiler_change import DISABLE_PASSES_VARIABLE, disabled_passes_from_environment
 from xlabench.xla.module import HloModule, use_default_driver
+from xlabench.xla.naming import with_module_name
 from xlabench.xla.pass_names import check_applicable
 from xlabench.xla.sequences import PassSequences, Step
 from xlabench.xla.session import CompilerSession
@@ -135,7 +136,7 @@ class PassDriver(CompilerSession, PassSequences):
         """The module's text with every constant in full (payloads put back): what other tools read."""
         if not payloads.has_payloads(module.text):
             return module.text
-        return str(self.call_compiler("full_text", None, module))
+        return with_module_name(str(self.call_compiler("full_text", None, module)), module.name)
 
     def full_compile_seconds(self, module: HloModule) -> float:
         """Wall time of a full XLA CPU compile of the module, in a worker."""

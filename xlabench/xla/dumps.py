@@ -131,7 +131,7 @@ def dumps_until_stop(
 
 # module_0001.xlabench_module.0003.pipeline.after_x.before_y.txt: XLA's dump file of the module
 # (every worker compiles under INTERNAL_MODULE_NAME), the module id being the process's counter.
-_DUMP_FILE = re.compile(rf"^module_\d{{4,}}\.{re.escape(INTERNAL_MODULE_NAME)}\.(.+)$")
+_DUMP_FILE = re.compile(rf"^module_(\d{{4,}})\.{re.escape(INTERNAL_MODULE_NAME)}\.(.+)$")
 
 
 def dump_files(dump_dir: str, extension: str) -> dict[str, str]:
@@ -142,12 +142,18 @@ def dump_files(dump_dir: str, extension: str) -> dict[str, str]:
     given it, is the driver's failure to find XLA's work: raised, never read as "no pass ran".
     """
     dumps: dict[str, str] = {}
+    modules: set[str] = set()
     for name in sorted(os.listdir(dump_dir)):
         match = _DUMP_FILE.match(name)
         if match is None:
             raise DriverFailure(f"XLA wrote a dump file the driver cannot place: {name}")
+        modules.add(match.group(1))
         if name.endswith(extension):
-            dumps[match.group(1).removesuffix(extension)] = os.path.join(dump_dir, name)
+            dumps[match.group(2).removesuffix(extension)] = os.path.join(dump_dir, name)
+    if len(modules) > 1:  # two modules' dumps would overwrite each other under one suffix
+        raise DriverFailure(
+            f"XLA dumped {len(modules)} modules (ids {', '.join(sorted(modules))}) in one compile"
+        )
     steps = sorted(dump_step(suffix) for suffix in dumps if suffix[:4].isdigit())
     if steps != list(range(len(steps))):  # XLA numbers the dumps it writes 0, 1, 2, ...
         missing = next(step for step in range(len(steps) + 1) if step not in steps)

@@ -12,7 +12,7 @@ from typing import Any
 from xlabench.xla import adapter, payloads
 from xlabench.xla.naming import INTERNAL_MODULE_NAME, under_internal_name
 from xlabench.xla.releases import UnsupportedCompiler
-from xlabench.xla.worker_process import CompilerFailure, DriverFailure
+from xlabench.xla.worker_process import CompilerFailure, DriverFailure, TransientFailure
 
 
 def parse(text: str) -> Any:
@@ -39,8 +39,8 @@ def parse(text: str) -> Any:
         return module
     try:
         literals = {name: payloads.load(digest) for name, digest in named.items()}
-    except payloads.MissingPayload as error:
-        raise CompilerFailure(str(error)) from None
+    except payloads.MissingPayload as error:  # the store's loss, not the module's: never kept as an answer
+        raise TransientFailure(str(error)) from None
     proto = payloads.patch_literals(module.as_serialized_hlo_module_proto(), literals)
     return adapter.module_from_proto(proto)
 

@@ -49,7 +49,7 @@ class ModuleLoader:
         digest = text_sha256(text)
         with self._lock:
             description = self._loaded.get(digest)
-        if description is None:
+        if description is None or not payloads.all_stored(description["text"]):
             description = self._describe(text, digest, source)
             with self._lock:
                 self._loaded[digest] = description
@@ -64,9 +64,7 @@ class ModuleLoader:
         # Every test and process that judges a graph loads it: the canonical form is cached too.
         key = transition_key(LOAD_KEY, "describe", {})
         description = self.store.get(digest, key)
-        if description is not None and not all(
-            payloads.is_stored(named) for named in payloads.without_markers(description["text"])[1].values()
-        ):
+        if description is not None and not payloads.all_stored(description["text"]):
             description = None  # a payload it names is gone (removed as damaged): the text stores it again
         if description is None:
             try:

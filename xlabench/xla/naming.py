@@ -16,9 +16,13 @@ from xlabench.errors import DriverError
 
 INTERNAL_MODULE_NAME = "xlabench_module"
 # XLA's header: comments and blank lines, then "HloModule [%]NAME" (a name token: letters, digits,
-# "_", ".", "-", not starting with a digit).
-_HEADER = re.compile(r"\A(?:\s+|//[^\n]*(?:\n|\Z)|/\*.*?\*/)*HloModule\s+(%?([A-Za-z_][\w.\-]*))", re.S)
-_ENTRY_NAME = re.compile(r"^ENTRY\s+%?([A-Za-z_][\w.\-]*)", re.M)
+# "_", ".", "-", not starting with a digit). Possessive quantifiers: a text without a header fails to
+# match at once, whatever whitespace it starts with; a block comment ends at its first "*/".
+_NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*"
+_HEADER = re.compile(
+    rf"\A(?:[ \t\r\n]++|//[^\n]*+|/\*(?:[^*]|\*(?!/))*+\*/)*+HloModule(?:[ \t\r\n]++%?|%)({_NAME})"
+)
+_ENTRY_NAME = re.compile(rf"^[ \t]*ENTRY[ \t]+%?({_NAME})", re.M)
 _INTERNAL_HEADER = f"HloModule {INTERNAL_MODULE_NAME}"
 _PRINTED_HEADER = re.compile(rf"\A{_INTERNAL_HEADER}(?=,|\n|\Z)")
 
@@ -31,9 +35,10 @@ def under_internal_name(text: str) -> tuple[str, str]:
     """
     match = _HEADER.match(text)
     if match is not None:
-        return text[: match.start(1)] + INTERNAL_MODULE_NAME + text[match.end(1) :], match.group(2)
+        return text[: match.start(1)] + INTERNAL_MODULE_NAME + text[match.end(1) :], match.group(1)
     entry = _ENTRY_NAME.search(text)
-    return f"{_INTERNAL_HEADER}\n\n{text}", entry.group(1) if entry else "module"
+    # On the text's first line: XLA's parse errors keep the user's line numbers.
+    return f"{_INTERNAL_HEADER} {text}", entry.group(1) if entry else "module"
 
 
 def with_module_name(text: str, name: str) -> str:

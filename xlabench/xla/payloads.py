@@ -85,9 +85,12 @@ def store(literal: bytes) -> str:
     return digest
 
 
-def is_stored(digest: str) -> bool:
-    """Whether the store holds a payload of that digest (not checked: `load` checks)."""
-    return os.path.exists(os.path.join(payload_directory(), digest[:2], digest))
+def all_stored(text: str) -> bool:
+    """Whether the store holds every payload module text names (not checked: `load` checks)."""
+    return not has_payloads(text) or all(
+        os.path.exists(os.path.join(payload_directory(), digest[:2], digest))
+        for digest in without_markers(text)[1].values()
+    )
 
 
 def load(digest: str) -> bytes:

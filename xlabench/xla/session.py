@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from xlabench.xla import payloads
 from xlabench.xla import pool as compiler_pool
 from xlabench.xla.cache import TransitionCache
 from xlabench.xla.cache import crash_directory as default_crash_directory
@@ -124,7 +125,12 @@ class CompilerSession:
             return result
 
         arguments = self.with_compiler_change(arguments)
-        record = self.store.cached_or_run(module.fingerprint, self.cache_key(key, function, arguments), run)
+        record = self.store.cached_or_run(
+            module.fingerprint,
+            self.cache_key(key, function, arguments),
+            run,
+            usable=lambda kept: payloads.all_stored(kept["text"]),  # a removed payload is made again
+        )
         if "features" in record:  # answered with the result: no second call for them
             self.loader.remember_features(record["fingerprint"], record["features"])
         # A pass never renames a module: the result bears its input's name, whatever made the record.

@@ -67,10 +67,19 @@ class TransitionStore:
         if self.cache is not None:
             self.cache.put(compiler_build(self.compiler), fingerprint, key, record)
 
-    def cached_or_run(self, fingerprint: str, key: str, run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        """The record kept for the module and key, else `run()`'s (kept); a kept error is raised again."""
+    def cached_or_run(
+        self,
+        fingerprint: str,
+        key: str,
+        run: Callable[[], dict[str, Any]],
+        usable: Callable[[dict[str, Any]], bool] = lambda record: True,
+    ) -> dict[str, Any]:
+        """The record kept for the module and key, else `run()`'s (kept); a kept error is raised again.
+
+        A kept record `usable` refuses (one naming payloads no longer stored) is made again.
+        """
         record = self.get(fingerprint, key)
-        if record is not None:
+        if record is not None and ("error" in record or usable(record)):
             if "error" in record:
                 raise CompilerError.from_dict(record["error"])
             return record

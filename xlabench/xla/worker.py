@@ -16,13 +16,14 @@ from typing import Any
 def serve(connection: Connection) -> None:
     """Answer requests until the pipe closes: (id, status, result or message).
 
-    The status is "ok", "failure" (an answer about the module), "driver" (xlabench could not read
+    The status is "ok", "failure" (an answer about the module), "transient" (one that may not hold
+    next time: never cached), "driver" (xlabench could not read
     what XLA did), "unsupported" (this jaxlib, not the
     module: a release outside the supported range, or an internal API the adapter does not find,
     never reported as a bad module) or "refused" (a function the registry does not hold).
     """
     from xlabench.xla.releases import UnsupportedCompiler
-    from xlabench.xla.worker_process import CompilerFailure, DriverFailure
+    from xlabench.xla.worker_process import CompilerFailure, DriverFailure, TransientFailure
 
     registry: dict[str, Callable[..., Any]] = {}
     unsupported = None
@@ -51,6 +52,8 @@ def serve(connection: Connection) -> None:
             continue
         try:
             reply = (request_id, "ok", function(**arguments))
+        except TransientFailure as failure:  # before CompilerFailure: a kind of it the caller must not keep
+            reply = (request_id, "transient", str(failure))
         except CompilerFailure as failure:
             reply = (request_id, "failure", str(failure))
         except DriverFailure as failure:  # xlabench cannot tell what XLA did: never a module's answer

@@ -62,6 +62,11 @@ class CompilerFailure(Exception):
     """XLA answered with an error status (raised in the worker, re-raised in the caller)."""
 
 
+class TransientFailure(CompilerFailure):
+    """An answer that says nothing lasting about the module -- a constant payload the store does not
+    hold (removed as damaged, or text made with another cache directory) -- so it is never cached."""
+
+
 class DriverFailure(Exception):
     """xlabench could not read what XLA did (a dump missing or unreadable, a stop that never fired):
     the driver's defect, never an answer about the module (raised in the worker, re-raised in the caller)."""
@@ -146,6 +151,8 @@ class Worker:
             raise WorkerDied(exit_code, self.stderr_since(log_offset)) from None
         if status == "failure":
             raise CompilerFailure(payload)
+        if status == "transient":
+            raise TransientFailure(payload)
         if status == "driver":
             raise DriverFailure(payload)
         if status == "unsupported":
