@@ -88,6 +88,6 @@ def test_stored_manifest_matches_suite_definition(
 def test_stored_sizes_span_the_target_range(stored_graphs: list[Graph]) -> None:
     sizes = [g.instruction_count for g in stored_graphs]
     assert min(sizes) <= 150
-    assert 4000 <= max(sizes) <= 6000
+    assert 6000 <= max(sizes) <= 10_000  # the model-library families reach ~8k; none past 10k
     dtypes = {g.config["dtype"] for g in stored_graphs}
     assert dtypes == {"f32", "bf16"}

@@ -2,11 +2,13 @@
 
 Splits:
 - `train`: graphs policies are trained on;
-- `val`: other configs of the training families, listed by hand (`_VALIDATION`): every choice made while
-  training (hyperparameters, seeds, configurations, when to stop) is made on them, never on `test`;
+- `val`: other configs of the training families, listed by hand (`_VALIDATION`), or for the
+  model-library families the next 15% of the hash space below: every choice made while training
+  (hyperparameters, seeds, configurations, when to stop) is made on them, never on `test`;
 - `test`: held-out configs of the training families (every config appears once in the suite, so no test
   config is shared with train);
-- `unseen`: whole families (ViT, MLP-Mixer, GNN) that no policy is ever trained on.
+- `unseen`: whole families (ViT, MLP-Mixer, GNN, and every equinox family: a whole library) that no
+  policy is ever trained on.
 
 Within a training family a graph goes to `test` when the sha256 of its name falls in the first quarter of
 the hash space: the split is stable when configs are added or reordered, and needs no hand-picked list.
@@ -25,8 +27,13 @@ if TYPE_CHECKING:  # the models import jax: only building a graph needs them, no
     from xlabench.models.common import Program
 
 SPLITS: tuple[str, ...] = ("train", "val", "test", "unseen")
-UNSEEN_FAMILIES: frozenset[str] = frozenset({"vit", "mlp_mixer", "gnn"})
+# Whole families no policy is trained or selected on; equinox's are a whole library nobody trained on.
+UNSEEN_FAMILIES: frozenset[str] = frozenset(
+    {"vit", "mlp_mixer", "gnn", "eqx_transformer", "eqx_unet", "eqx_resnext"}
+)
 _TEST_FRACTION = 0.25
+# Families without hand-listed `val` configs (`_VALIDATION`) draw them by the same hash: the next 15%.
+_VALIDATION_FRACTION = 0.15
 
 # family -> (module under xlabench.models, config keys spelled into the graph name with their prefixes)
 _FAMILIES: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
@@ -82,6 +89,80 @@ _FAMILIES: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
         (("mode", ""), ("layers", "l"), ("width", "d"), ("patch", "p"), ("image", "i"), ("batch", "b")),
     ),
     "gnn": ("gnn", (("mode", ""), ("layers", "l"), ("width", "d"), ("nodes", "n"), ("edges", "e"))),
+    # Model-library families (`xlabench.models.flax_models`, `haiku_models`, `equinox_models`): the
+    # libraries' own layers and networks, optax optimizers, mixed bf16 as each library sets it.
+    "flax_resnet": (
+        "flax_models.resnet",
+        (("mode", ""), ("block", ""), ("stages", "n"), ("width", "w"), ("image", "i"), ("batch", "b")),
+    ),
+    "flax_efficientnet": (
+        "flax_models.efficientnet",
+        (("mode", ""), ("stages", ""), ("stem", "c"), ("image", "i"), ("batch", "b")),
+    ),
+    "flax_densenet": (
+        "flax_models.densenet",
+        (("mode", ""), ("blocks", "n"), ("growth", "k"), ("image", "i"), ("batch", "b")),
+    ),
+    "flax_lm": (
+        "flax_models.lm",
+        (("mode", ""), ("layers", "l"), ("width", "d"), ("heads", "h"), ("seq", "s"), ("batch", "b")),
+    ),
+    "nnx_convnext": (
+        "flax_models.convnext",
+        (("mode", ""), ("depths", "n"), ("width", "w"), ("image", "i"), ("batch", "b")),
+    ),
+    "nnx_transformer": (
+        "flax_models.transformer",
+        (
+            ("mode", ""),
+            ("layers", "l"),
+            ("width", "d"),
+            ("heads", "h"),
+            ("kv_heads", "g"),
+            ("seq", "s"),
+            ("batch", "b"),
+        ),
+    ),  # fmt: skip
+    "haiku_resnet": (
+        "haiku_models.resnet",
+        (
+            ("mode", ""),
+            ("version", ""),
+            ("block", ""),
+            ("blocks", "n"),
+            ("width", "w"),
+            ("image", "i"),
+            ("batch", "b"),
+        ),
+    ),  # fmt: skip
+    "haiku_mobilenet": (
+        "haiku_models.mobilenet",
+        (("mode", ""), ("blocks", "n"), ("divisor", "q"), ("image", "i"), ("batch", "b")),
+    ),
+    "haiku_vqvae": (
+        "haiku_models.vqvae",
+        (
+            ("mode", ""),
+            ("quantizer", ""),
+            ("hidden", "h"),
+            ("layers", "l"),
+            ("codes", "k"),
+            ("image", "i"),
+            ("batch", "b"),
+        ),
+    ),  # fmt: skip
+    "eqx_transformer": (
+        "equinox_models.transformer",
+        (("mode", ""), ("layers", "l"), ("width", "d"), ("heads", "h"), ("seq", "s"), ("batch", "b")),
+    ),
+    "eqx_unet": (
+        "equinox_models.unet",
+        (("mode", ""), ("levels", "n"), ("width", "w"), ("image", "i"), ("batch", "b")),
+    ),
+    "eqx_resnext": (
+        "equinox_models.resnext",
+        (("mode", ""), ("blocks", "n"), ("width", "w"), ("groups", "g"), ("image", "i"), ("batch", "b")),
+    ),
     # Lowered by TensorFlow's XLA bridge, not by jax (`xlabench.models.tensorflow_models`).
     "tensorflow": (
         "tensorflow_models",
@@ -346,12 +427,113 @@ def _gnn() -> Iterator[dict[str, Any]]:
 def _tensorflow() -> Iterator[dict[str, Any]]:
     # Inference freezes the weights into the module as constants; training takes them as variables.
     # (Sizes from the third of five small grids tried: the first put none of its graphs in `test`.)
-    sizes = {"mlp": [(1, 64), (3, 128)], "cnn": [(1, 16), (2, 32)], "rnn": [(1, 32), (2, 48)]}
-    for model, shapes in sizes.items():
-        for mode in ("infer", "train"):
-            for i, (layers, width) in enumerate(shapes):
-                yield {"model": model, "mode": mode, "layers": layers, "width": width,
-                       "batch": _cycle([8, 4], i), "dtype": "f32"}  # fmt: skip
+    f32_sizes = {"mlp": [(1, 64), (3, 128)], "cnn": [(1, 16), (2, 32)], "rnn": [(1, 32), (2, 48)]}
+    # bf16: mixed precision as Keras' `mixed_bfloat16` (f32 variables, bf16 compute), where XLA's
+    # float normalization has the most to place; other sizes, so no held-out graph is a train graph
+    # in another dtype.
+    bf16_sizes = {"mlp": [(2, 64), (1, 128)], "cnn": [(1, 32), (2, 24)], "rnn": [(1, 48), (2, 32)]}
+    for dtype, sizes in (("f32", f32_sizes), ("bf16", bf16_sizes)):
+        for model, shapes in sizes.items():
+            for mode in ("infer", "train"):
+                for i, (layers, width) in enumerate(shapes):
+                    yield {"model": model, "mode": mode, "layers": layers, "width": width,
+                           "batch": _cycle([8, 4], i), "dtype": dtype}  # fmt: skip
+
+
+# ---------------------------------------------------------------------------- model-library families
+# Grids over depth and width; the secondary axes (image size, batch, dtype) cycle. bf16 is mixed
+# precision as each library sets it (f32 parameters, bf16 compute).
+
+
+def _modes_product(*axes: list[Any]) -> Iterator[tuple[int, str, tuple[Any, ...]]]:
+    """(index, mode, values) over train/infer and the product of `axes`, index counting within a mode."""
+    for offset, mode in enumerate(("train", "infer")):
+        for i, values in enumerate(itertools.product(*axes)):
+            yield i + offset, mode, values
+
+
+def _flax_resnet() -> Iterator[dict[str, Any]]:
+    stage_options = [[1, 1], [2, 2], [1, 1, 1], [2, 2, 2]]
+    for i, mode, (block, stages) in _modes_product(["basic", "bottleneck"], stage_options):
+        yield {"mode": mode, "block": block, "stages": stages, "width": _cycle([8, 16], i // 2),
+               "image": _cycle([16, 32], i), "batch": _cycle([2, 4], i // 3), "classes": 10,
+               "dtype": _cycle(["f32", "bf16"], i // 2 + i)}  # fmt: skip
+
+
+def _flax_efficientnet() -> Iterator[dict[str, Any]]:
+    for i, mode, (stages, stem) in _modes_product(["s", "m", "l"], [8, 16]):
+        yield {"mode": mode, "stages": stages, "stem": stem, "image": _cycle([32, 16], i // 2),
+               "batch": _cycle([2, 4], i), "classes": 10,
+               "dtype": _cycle(["f32", "bf16"], i // 2 + i)}  # fmt: skip
+
+
+def _flax_densenet() -> Iterator[dict[str, Any]]:
+    for i, mode, (blocks, growth) in _modes_product([[2, 2], [4, 4], [3, 3, 3], [4, 4, 4]], [4, 8]):
+        yield {"mode": mode, "blocks": blocks, "growth": growth, "image": _cycle([16, 32], i // 3),
+               "batch": _cycle([2, 4], i), "classes": 10,
+               "dtype": _cycle(["f32", "bf16"], i // 2 + i)}  # fmt: skip
+
+
+def _flax_lm() -> Iterator[dict[str, Any]]:
+    for i, mode, (layers, (width, heads)) in _modes_product([1, 2, 4], [(64, 2), (128, 4)]):
+        yield {"mode": mode, "layers": layers, "width": width, "heads": heads,
+               "seq": _cycle([32, 64, 128], i), "batch": _cycle([2, 4], i // 2), "vocab": 512,
+               "dtype": _cycle(["f32", "bf16"], i // 2 + i)}  # fmt: skip
+
+
+def _nnx_convnext() -> Iterator[dict[str, Any]]:
+    for i, mode, (depths, width) in _modes_product([[1, 1], [2, 2], [1, 1, 1], [2, 2, 2]], [16, 32]):
+        yield {"mode": mode, "depths": depths, "width": width, "image": 32, "batch": _cycle([2, 4], i),
+               "classes": 10, "dtype": _cycle(["f32", "bf16"], i // 2 + i)}  # fmt: skip
+
+
+def _nnx_transformer() -> Iterator[dict[str, Any]]:
+    for i, mode, (layers, (width, heads, kv_heads)) in _modes_product([1, 2, 4], [(64, 4, 2), (128, 4, 4)]):
+        yield {"mode": mode, "layers": layers, "width": width, "heads": heads, "kv_heads": kv_heads,
+               "seq": _cycle([32, 64, 128], i), "batch": _cycle([2, 4], i // 2), "vocab": 512,
+               "dtype": _cycle(["bf16", "f32"], i // 2 + i)}  # fmt: skip
+
+
+def _haiku_resnet() -> Iterator[dict[str, Any]]:
+    axes = (["v1", "v2"], ["basic", "bottleneck"], [[1, 1, 1, 1], [2, 2, 2, 2]])
+    for i, mode, (version, block, blocks) in _modes_product(*axes):
+        yield {"mode": mode, "version": version, "block": block, "blocks": blocks, "width": 8,
+               "image": _cycle([16, 32], i // 2), "batch": _cycle([2, 4], i), "classes": 10,
+               "dtype": _cycle(["f32", "bf16"], i // 2 + i)}  # fmt: skip
+
+
+def _haiku_mobilenet() -> Iterator[dict[str, Any]]:
+    for i, mode, (blocks, divisor) in _modes_product([5, 7, 9, 13], [8, 16]):
+        yield {"mode": mode, "blocks": blocks, "divisor": divisor, "image": 32, "batch": _cycle([2, 4], i),
+               "classes": 10, "dtype": _cycle(["f32", "bf16"], i // 2 + i)}  # fmt: skip
+
+
+def _haiku_vqvae() -> Iterator[dict[str, Any]]:
+    sizes = [(32, 1), (32, 2), (64, 2)]
+    for i, mode, (quantizer, (hidden, layers)) in _modes_product(["ema", "plain"], sizes):
+        yield {"mode": mode, "quantizer": quantizer, "hidden": hidden, "layers": layers, "embedding": 16,
+               "codes": _cycle([64, 256], i), "image": _cycle([16, 32], i // 2), "batch": 4,
+               "dtype": _cycle(["f32", "bf16"], i // 2 + i)}  # fmt: skip
+
+
+def _eqx_transformer() -> Iterator[dict[str, Any]]:
+    for i, mode, (layers, width) in _modes_product([1, 2, 4], [64, 128]):
+        yield {"mode": mode, "layers": layers, "width": width, "heads": 4, "seq": _cycle([32, 64], i),
+               "batch": _cycle([2, 4], i // 2), "vocab": 512, "classes": 4,
+               "dtype": _cycle(["f32", "bf16"], i // 2 + i)}  # fmt: skip
+
+
+def _eqx_unet() -> Iterator[dict[str, Any]]:
+    for i, mode, (levels, width) in _modes_product([2, 3], [8, 16]):
+        yield {"mode": mode, "levels": levels, "width": width, "image": 16, "batch": _cycle([2, 4], i),
+               "dtype": _cycle(["f32", "bf16"], i // 2 + i)}  # fmt: skip
+
+
+def _eqx_resnext() -> Iterator[dict[str, Any]]:
+    for i, mode, (blocks, groups) in _modes_product([[1, 1], [1, 1, 1], [2, 2]], [4, 8]):
+        yield {"mode": mode, "blocks": blocks, "width": 16, "groups": groups, "image": 16,
+               "batch": _cycle([2, 4], i), "classes": 10,
+               "dtype": _cycle(["f32", "bf16"], i // 2 + i)}  # fmt: skip
 
 
 # Validation configs: each family's own grid leaves these out (layer counts, widths or lengths it does
@@ -412,6 +594,12 @@ _VALIDATION: dict[str, list[dict[str, Any]]] = {
         {"mode": "infer", "layers": 1, "experts": 2, "top_k": 1, "width": 64, "heads": 2,
          "expert_hidden": 128, "capacity_factor": 1.25, "seq": 64, "batch": 2, "vocab": 512, "dtype": "f32"},
     ],
+    "flax_lm": [
+        {"mode": "train", "layers": 3, "width": 64, "heads": 2, "seq": 64, "batch": 2, "vocab": 512,
+         "dtype": "bf16"},
+        {"mode": "infer", "layers": 3, "width": 128, "heads": 4, "seq": 32, "batch": 4, "vocab": 512,
+         "dtype": "f32"},
+    ],
     "tensorflow": [
         {"model": "mlp", "mode": "infer", "layers": 2, "width": 96, "batch": 4, "dtype": "f32"},
         {"model": "cnn", "mode": "train", "layers": 1, "width": 24, "batch": 4, "dtype": "f32"},
@@ -431,6 +619,18 @@ _CONFIGS: dict[str, Callable[[], Iterator[dict[str, Any]]]] = {
     "mlp_mixer": _mlp_mixer,
     "gnn": _gnn,
     "tensorflow": _tensorflow,
+    "flax_resnet": _flax_resnet,
+    "flax_efficientnet": _flax_efficientnet,
+    "flax_densenet": _flax_densenet,
+    "flax_lm": _flax_lm,
+    "nnx_convnext": _nnx_convnext,
+    "nnx_transformer": _nnx_transformer,
+    "haiku_resnet": _haiku_resnet,
+    "haiku_mobilenet": _haiku_mobilenet,
+    "haiku_vqvae": _haiku_vqvae,
+    "eqx_transformer": _eqx_transformer,
+    "eqx_unet": _eqx_unet,
+    "eqx_resnext": _eqx_resnext,
 }
 
 
@@ -451,7 +651,11 @@ def split_of(family: str, name: str) -> str:
     if family in UNSEEN_FAMILIES:
         return "unseen"
     bucket = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big") / 2**64
-    return "test" if bucket < _TEST_FRACTION else "train"
+    if bucket < _TEST_FRACTION:
+        return "test"
+    if family not in _VALIDATION and bucket < _TEST_FRACTION + _VALIDATION_FRACTION:
+        return "val"
+    return "train"
 
 
 def suite() -> list[GraphSpec]:

@@ -55,7 +55,12 @@ def _cnn(weights: list[Any], x: tf.Tensor, training: bool) -> tf.Tensor:
     for index in range(0, len(weights) - 2, 3):
         kernel, scale, offset = weights[index : index + 3]
         x = tf.nn.conv2d(x, kernel, strides=1, padding="SAME")
-        mean, variance = tf.nn.moments(x, axes=[0, 1, 2]) if training else (0.0, 1.0)
+        if training:
+            mean, variance = tf.nn.moments(x, axes=[0, 1, 2])
+        elif x.dtype == tf.float32:
+            mean, variance = 0.0, 1.0  # Python floats, as the stored f32 graphs were lowered
+        else:
+            mean, variance = tf.constant(0.0, x.dtype), tf.constant(1.0, x.dtype)
         x = tf.nn.relu(tf.nn.batch_normalization(x, mean, variance, offset, scale, 1e-3))
         x = tf.nn.max_pool2d(x, 2, 2, "SAME")
     x = tf.reduce_mean(x, axis=[1, 2])
@@ -86,7 +91,7 @@ def _rnn(weights: list[Any], x: tf.Tensor) -> tf.Tensor:
             return z * state + (1 - z) * proposal
 
         sequence = tf.transpose(x, [1, 0, 2])
-        initial = tf.zeros([tf.shape(x)[0], width])
+        initial = tf.zeros([tf.shape(x)[0], width], dtype=x.dtype)
         x = tf.transpose(tf.scan(cell, sequence, initializer=initial), [1, 0, 2])
     return tf.matmul(x[:, -1], weights[-2]) + weights[-1]
 
@@ -96,6 +101,17 @@ MODELS = {
     "cnn": (_cnn_shapes, _cnn, (16, 16, 3)),
     "rnn": (_rnn_shapes, lambda weights, x, training: _rnn(weights, x), (12, 16)),
 }
+
+
+def _mixed_bf16(forward: Any) -> Any:
+    """Keras' `mixed_bfloat16` recipe by hand: f32 variables, weights and inputs cast to bf16 for the
+    computation, logits cast back to f32 for the loss and the softmax."""
+
+    def compute(weights: list[Any], x: tf.Tensor, training: bool) -> tf.Tensor:
+        cast = [tf.cast(weight, tf.bfloat16) for weight in weights]
+        return tf.cast(forward(cast, tf.cast(x, tf.bfloat16), training), tf.float32)
+
+    return compute
 
 
 def output_shapes(config: dict[str, Any]) -> list[tuple[int, ...]]:
@@ -108,8 +124,10 @@ def output_shapes(config: dict[str, Any]) -> list[tuple[int, ...]]:
 
 def lower(config: dict[str, Any]) -> bytes:
     """The serialized HloModuleProto of one graph: `mode` infer (weights as constants) or train
-    (variables, one SGD step with momentum)."""
+    (variables, one SGD step with momentum); `dtype` bf16 computes in bf16 on f32 variables."""
     shapes_of, forward, input_shape = MODELS[config["model"]]
+    if config["dtype"] == "bf16":
+        forward = _mixed_bf16(forward)
     values = _weights(shapes_of(config), seed=sum(map(ord, json.dumps(config, sort_keys=True))))
     batch = config["batch"]
     x = tf.constant(np.random.default_rng(1).standard_normal((batch, *input_shape)).astype(np.float32))
