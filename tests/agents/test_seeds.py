@@ -7,7 +7,22 @@ import json
 import numpy as np
 import pytest
 
-from xlabench.agents.seeds import SeedScores, best_seed, parse_seeds, probability_of_improvement, statistics
+from xlabench.agents.seeds import (
+    GUIDED_SHARE_GOAL,
+    NON_INFERIOR,
+    NON_INFERIORITY_MARGIN,
+    NOT_SHOWN,
+    SUPERIOR,
+    CapturedShare,
+    PairedComparison,
+    SeedScores,
+    best_seed,
+    captured_share,
+    paired_comparison,
+    parse_seeds,
+    probability_of_improvement,
+    statistics,
+)
 from xlabench.cli import main
 from xlabench.errors import UserInputError
 
@@ -57,6 +72,119 @@ def test_the_probability_of_improvement_is_rliables():
     result = probability_of_improvement(better, than, repetitions=50)
     assert result["estimate"] == pytest.approx(metrics.probability_of_improvement(better, than))
     assert result["low"] <= result["estimate"] <= result["high"]
+
+
+def _warm_scores(seeds: int, graphs: int, seed: int = 2) -> np.ndarray:
+    """vs_default = D / R of warm starts: op counts R around D, one per (seed, graph)."""
+    rng = np.random.default_rng(seed)
+    default = rng.integers(200, 2000, size=graphs).astype(float)
+    counts = np.round(default * (1 + 0.02 * rng.standard_normal((seeds, graphs))))
+    return default / counts
+
+
+def test_a_policy_that_never_moves_is_non_inferior_with_ties_counted_half():
+    warm = _warm_scores(5, 15)
+    result = paired_comparison(warm.copy(), warm, repetitions=500)
+    assert (result.estimate, result.low, result.high) == (0.0, 0.0, 0.0)
+    assert result.verdict == NON_INFERIOR and result.pairs == 75
+    assert result.pairs_moved == result.pairs_improved == 0
+    assert result.p_improvement_ties_half == 0.5  # rliable's convention: a tie is half a win
+    assert result.p_improvement_no_ties is None  # no pair moved: undefined, stored as null
+    stored = json.loads(json.dumps(result.to_json()))
+    assert stored["p_improvement_no_ties"] is None and stored["verdict"] == NON_INFERIOR
+    assert PairedComparison.from_json(stored) == result
+    assert "(no ties)" in result.line() and "0 of 75 pairs moved" in result.line()
+
+
+def test_a_small_improvement_on_every_pair_is_superior():
+    warm = _warm_scores(5, 15)
+    result = paired_comparison(warm * 1.001, warm, repetitions=500)
+    assert result.verdict == SUPERIOR and 0 < result.low <= result.estimate <= result.high
+    assert result.estimate == pytest.approx(np.log(1.001))
+    assert result.pairs_moved == result.pairs_improved == result.pairs == 75
+    assert result.p_improvement_ties_half == result.p_improvement_no_ties == 1.0
+
+
+def test_moves_both_ways_that_cancel_are_non_inferior_and_count_ties_half():
+    from rliable import metrics
+
+    warm = _warm_scores(5, 15)
+    # Per graph: three seeds a little better, one worse by as much as the three gain, one unmoved.
+    log_ratio = np.array([0.0005, 0.0005, 0.0005, -0.0015, 0.0])[:, None] * np.ones((1, 15))
+    policy = warm * np.exp(log_ratio)
+    result = paired_comparison(policy, warm, repetitions=500)
+    assert result.low < 0 < result.high and result.estimate == pytest.approx(0.0, abs=1e-12)
+    assert result.low > -NON_INFERIORITY_MARGIN and result.verdict == NON_INFERIOR
+    improved, moved = np.count_nonzero(log_ratio > 0), np.count_nonzero(log_ratio)
+    assert (result.pairs_improved, result.pairs_moved) == (improved, moved)
+    assert result.p_improvement_no_ties == pytest.approx(improved / moved)
+    # Paired, each (seed, graph) is its own comparison: rliable's probability with one run per "task".
+    as_tasks = metrics.probability_of_improvement(policy.reshape(1, -1), warm.reshape(1, -1))
+    assert result.p_improvement_ties_half == pytest.approx(as_tasks)
+
+
+def test_one_graph_much_worse_is_not_superior_though_the_mean_gains():
+    warm = _warm_scores(5, 20)
+    log_ratio = np.full((5, 20), 0.005)
+    log_ratio[:, 7] = -0.05  # every seed loses 5% on one graph
+    result = paired_comparison(warm * np.exp(log_ratio), warm, repetitions=2000)
+    assert result.estimate == pytest.approx(log_ratio.mean()) and result.estimate > 0
+    # Resampling graphs draws the bad one twice or more in a quarter of the resamples.
+    assert result.low < 0 and result.verdict != SUPERIOR
+    # The same loss on half the graphs: the interval excludes non-inferiority.
+    many = np.where(np.arange(20) % 2 == 0, 0.005, -0.05) * np.ones((5, 1))
+    assert paired_comparison(warm * np.exp(many), warm, 500).verdict == NOT_SHOWN
+
+
+def test_the_paired_interval_is_reproducible_and_stored_in_the_seed_statistics():
+    from xlabench.policies.artifact import seed_statistics_line
+
+    rng = np.random.default_rng(3)
+    warm = _warm_scores(5, 15)
+    policy = warm * np.exp(0.003 * rng.standard_normal(warm.shape) * (rng.random(warm.shape) < 0.3))
+    state = np.random.get_state()[1].copy()
+    first = paired_comparison(policy, warm, repetitions=300)
+    assert first == paired_comparison(policy, warm, repetitions=300)  # the same bounds, bit for bit
+    assert first.low < first.estimate < first.high  # a real interval, not a degenerate one
+    assert (np.random.get_state()[1] == state).all()  # numpy's global generator left as it was
+    seeds = [SeedScores(seed, list(policy[seed]), list(warm[seed])) for seed in range(5)]
+    result = statistics(seeds, repetitions=300)
+    assert PairedComparison.from_json(result["policy_vs_warm_start"]) == first
+    line = seed_statistics_line(json.loads(json.dumps(result)))  # as `describe` reads the metadata
+    assert line.endswith("; " + first.line()) and f"{first.pairs_moved} of 75 pairs moved" in line
+    del result["policy_vs_warm_start"]  # versions made before it was stored still print
+    assert "paired" not in seed_statistics_line(result)
+    assert "policy_vs_warm_start" not in statistics([SeedScores(0, [1.0, 1.1], None)], repetitions=50)
+
+
+def test_the_captured_share_pools_graphs_with_a_known_improvement():
+    default = {"a": 100, "b": 100, "c": 100, "d": 100}
+    best = {"a": 90, "b": 80, "c": 100, "d": 95}  # c: nothing below XLA's default known
+    strategy = {"a": 90, "b": 90, "c": 100, "d": 101}  # all of a's gain, half of b's, d worse
+    share = captured_share(strategy, default, best)
+    assert (share.graphs, share.improvable, share.excluded) == (4, 3, 1)
+    assert share.share == pytest.approx((10 + 10 + 0) / (10 + 20 + 5))
+    assert share.per_graph_mean == pytest.approx((1 + 0.5 + 0) / 3)
+    assert share.worse_than_default == 1 and share.new_best == 0
+    assert not share.meets_goal and share.goal == GUIDED_SHARE_GOAL
+    assert CapturedShare.from_json(json.loads(json.dumps(share.to_json()))) == share
+
+
+def test_the_captured_share_goal_and_its_edges():
+    default = {"a": 100, "b": 200}
+    best = {"a": 90, "b": 180}
+    assert captured_share(best, default, best).share == 1.0 and captured_share(best, default, best).meets_goal
+    at_goal = captured_share({"a": 91, "b": 182}, default, best)  # 9 of 10 and 18 of 20
+    assert at_goal.share == pytest.approx(GUIDED_SHARE_GOAL) and at_goal.meets_goal
+    assert not captured_share({"a": 92, "b": 182}, default, best).meets_goal
+    # Below the best known: the strategy's own count is the best known, and a graph becomes improvable.
+    beyond = captured_share({"a": 85, "b": 200}, {"a": 100, "b": 200}, {"a": 90, "b": 200})
+    assert (beyond.new_best, beyond.improvable, beyond.share) == (1, 1, 1.0)
+    nothing = captured_share({"a": 100}, {"a": 100}, {"a": 100})
+    assert nothing.share is None and nothing.per_graph_mean is None and not nothing.meets_goal
+    assert nothing.excluded == 1
+    with pytest.raises(ValueError, match="different graphs"):
+        captured_share({"a": 90}, default, best)
 
 
 @pytest.mark.slow

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from xlabench.env.xla_order import xla_order
 from xlabench.errors import CompilerError
 from xlabench.xla import HloModule, PassDriver
 from xlabench.xla.catalogue import base_pass
@@ -30,13 +31,9 @@ def expert_order(driver: PassDriver, env: Any) -> list[str]:
     """
     assert env.module is not None
     catalogue = driver.catalogue
-    order: list[str] = []
-    for _, name in driver.default_pipeline_changes(env.module):
-        # A pass whose requirement did nothing in XLA's run still needs it first.
-        required = catalogue.unmet_requirement(name, order)
-        # With fixed-point variants as actions, XLA's run of a pass is its variant's.
-        actions = [catalogue.action_for(n, env.actions) for n in (required, name) if n is not None]
-        order += [action for action in actions if action is not None]
+    # A pass whose requirement did nothing in XLA's run still needs it first; with fixed-point
+    # variants as actions, XLA's run of a pass is its variant's.
+    order = xla_order(driver, env.module, env.actions)
     effective: list[str] = []
     for name in order:
         if len(effective) == env.max_steps - 1:

@@ -6,13 +6,18 @@ any PPO update) roll out on every selection graph; the score of a (seed, graph) 
 rliable's stratified bootstrap (over seeds within each graph, and over graphs) gives 95% confidence
 intervals of the geomean, mean and IQM of each, and of the probability that PPO improves on its warm
 start on a graph. The learning curves of the seeds go into one figure, mean and 95% interval.
+
+PPO against its own warm start is judged paired (`paired_comparison`): per (seed, graph) the log-ratio
+log(vs_policy / vs_warm_start) = log(R_warm_start / R_policy), its mean over pairs with a 95% interval from
+the same stratified bootstrap, and a verdict against a non-inferiority margin.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +31,15 @@ BOOTSTRAP_SEED = 0  # the intervals are reproducible: the same scores give the s
 CURVE_GRID = 50
 # `retrain --seed-scores FILE`: the seeds' scores and statistics, written whether or not a seed ships.
 SEED_SCORES_FORMAT = "xlabench-seed-scores/1"
+# The paired judgement of a policy against its warm start (`paired_comparison`): the lower bound of the
+# mean log-ratio log(R_warm_start / R_policy) above 0 is "superior", above -margin "non-inferior" (a loss
+# of at most ~0.2% of the op count is excluded), else neither is shown.
+NON_INFERIORITY_MARGIN = 0.002
+SUPERIOR = "superior"
+NON_INFERIOR = "non-inferior"
+NOT_SHOWN = "inferior or undecided"
+# A search strategy's goal: the share of the best-known improvement over XLA's default it captures.
+GUIDED_SHARE_GOAL = 0.90
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -155,6 +169,9 @@ def statistics(seeds: list[SeedScores], repetitions: int = BOOTSTRAP_REPETITIONS
         )
         low_policy, high_warm = result["policy"]["geomean"]["low"], result["warm_start"]["geomean"]["high"]
         result["policy_beats_warm_start"] = bool(low_policy > high_warm)  # intervals apart
+        # Paired on the same (seed, graph): sharper than the two intervals above, which ignore the pairing.
+        comparison = paired_comparison(matrices["policy"], matrices["warm_start"], repetitions)
+        result["policy_vs_warm_start"] = comparison.to_json()
     return result
 
 
@@ -177,6 +194,219 @@ def _improvement_probability(x: np.ndarray, y: np.ndarray) -> float:
     scipy once per graph, which dominated the bootstrap's time."""
     pairs = x[:, None, :] - y[None, :, :]
     return float(np.mean((pairs > 0) + 0.5 * (pairs == 0)))
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    """A policy against its warm start, paired on the same (seed, graph): d = log(vs_policy /
+    vs_warm_start) = log(R_warm_start / R_policy), positive where the policy's op count is lower.
+
+    `estimate` is the mean of d over the pairs; `low`, `high` its 95% percentile interval from rliable's
+    stratified bootstrap (graphs resampled, and seeds within each graph: the same as `statistics`).
+    The probabilities of improvement are over pairs: with ties counted half (rliable's convention, so
+    identical scores give 0.5), and without ties (the share of strictly better among the pairs that
+    moved; None when no pair moved)."""
+
+    estimate: float
+    low: float
+    high: float
+    pairs: int  # (seed, graph) pairs
+    pairs_moved: int  # pairs where the policy's op count differs from its warm start's
+    pairs_improved: int  # pairs where it is lower
+    p_improvement_ties_half: float
+    p_improvement_no_ties: float | None
+    repetitions: int = BOOTSTRAP_REPETITIONS
+    confidence: float = 0.95
+    margin: float = NON_INFERIORITY_MARGIN
+
+    @property
+    def verdict(self) -> str:
+        """SUPERIOR when the interval's lower bound is above 0, NON_INFERIOR when above -margin, else
+        NOT_SHOWN (the interval does not exclude a loss larger than the margin)."""
+        if self.low > 0:
+            return SUPERIOR
+        return NON_INFERIOR if self.low > -self.margin else NOT_SHOWN
+
+    def to_json(self) -> dict[str, Any]:
+        """Its entry in a policy's `seed_statistics` (`policy_vs_warm_start`): estimate, low, high as the
+        other statistics there, and the verdict as it was judged."""
+        return {
+            "statistic": "mean over (seed, graph) of log(vs_policy / vs_warm_start)",
+            "estimate": self.estimate,
+            "low": self.low,
+            "high": self.high,
+            "confidence": self.confidence,
+            "bootstrap": f"rliable, stratified over seeds and graphs, paired, {self.repetitions} repetitions",
+            "repetitions": self.repetitions,
+            "margin": self.margin,
+            "verdict": self.verdict,
+            "pairs": self.pairs,
+            "pairs_moved": self.pairs_moved,
+            "pairs_improved": self.pairs_improved,
+            "p_improvement_ties_half": self.p_improvement_ties_half,
+            "p_improvement_no_ties": self.p_improvement_no_ties,
+            # As printed: the policies package reads the metadata without importing this one.
+            "line": self.line(),
+        }
+
+    @classmethod
+    def from_json(cls, entry: dict[str, Any]) -> PairedComparison:
+        """The entry as `to_json` wrote it (its verdict is recomputed from low and margin)."""
+        no_ties = entry["p_improvement_no_ties"]
+        return cls(
+            estimate=float(entry["estimate"]),
+            low=float(entry["low"]),
+            high=float(entry["high"]),
+            pairs=int(entry["pairs"]),
+            pairs_moved=int(entry["pairs_moved"]),
+            pairs_improved=int(entry["pairs_improved"]),
+            p_improvement_ties_half=float(entry["p_improvement_ties_half"]),
+            p_improvement_no_ties=None if no_ties is None else float(no_ties),
+            repetitions=int(entry.get("repetitions", BOOTSTRAP_REPETITIONS)),
+            confidence=float(entry.get("confidence", 0.95)),
+            margin=float(entry.get("margin", NON_INFERIORITY_MARGIN)),
+        )
+
+    def line(self) -> str:
+        """One clause for `seed_statistics_line`."""
+        no_ties = "-" if self.p_improvement_no_ties is None else f"{self.p_improvement_no_ties:.2f}"
+        return (
+            f"policy vs warm start, paired: mean log-ratio {self.estimate:+.4f} "
+            f"[{self.confidence:.0%} {self.low:+.4f}, {self.high:+.4f}], {self.verdict}; "
+            f"P(improve) {self.p_improvement_ties_half:.2f} (ties half), {no_ties} (no ties), "
+            f"{self.pairs_moved} of {self.pairs} pairs moved"
+        )
+
+
+def paired_comparison(
+    policy: np.ndarray, warm_start: np.ndarray, repetitions: int = BOOTSTRAP_REPETITIONS
+) -> PairedComparison:
+    """The policy against its warm start on the same (seeds x graphs) pairs of `vs_default`: row i of
+    both is seed i, column j graph j. Reproducible: the same scores give the same interval."""
+    policy, warm_start = np.asarray(policy, dtype=float), np.asarray(warm_start, dtype=float)
+    if policy.shape != warm_start.shape or policy.ndim != 2:
+        raise ValueError(
+            f"paired scores need one (seeds x graphs) shape, not {policy.shape} and {warm_start.shape}"
+        )
+    # Equal op counts give bit-equal vs_default = D / R, so an unmoved pair is exactly 0.
+    log_ratio = np.log(policy) - np.log(warm_start)
+    point, interval = _interval_estimates({"d": log_ratio}, np.mean, repetitions)
+    moved = int(np.count_nonzero(log_ratio))
+    improved = int(np.count_nonzero(log_ratio > 0))
+    return PairedComparison(
+        estimate=float(point["d"]),
+        low=float(np.ravel(interval["d"][0])[0]),
+        high=float(np.ravel(interval["d"][1])[0]),
+        pairs=int(log_ratio.size),
+        pairs_moved=moved,
+        pairs_improved=improved,
+        p_improvement_ties_half=(improved + 0.5 * (log_ratio.size - moved)) / log_ratio.size,
+        p_improvement_no_ties=improved / moved if moved else None,
+        repetitions=repetitions,
+    )
+
+
+# Judging a search strategy, not seeds: this belongs with the stored search baselines
+# (xlabench/baselines/search.py, which holds every strategy x budget per split and so the best-known
+# count of each graph); here for now.
+@dataclass(frozen=True)
+class CapturedShare:
+    """How much of the best-known improvement over XLA's default a search strategy captures at a budget.
+
+    Over the graphs where some op count below XLA's default D is known (`improvable`), `share` is
+    sum max(0, D - R_strategy) / sum (D - R_best); `per_graph_mean` the mean over those graphs of
+    max(0, D - R_strategy) / (D - R_best). Graphs with no known improvement are left out (`excluded`).
+    Both are None when no graph is improvable. The strategy's own count is known, so R_best is at most
+    R_strategy (`new_best`: graphs where the given best-known count was above the strategy's)."""
+
+    graphs: int
+    improvable: int
+    excluded: int
+    captured: float  # sum over improvable graphs of max(0, D - R_strategy)
+    available: float  # sum over improvable graphs of D - R_best
+    share: float | None
+    per_graph_mean: float | None
+    new_best: int
+    worse_than_default: int  # graphs where the strategy's count is above D (they count 0, not less)
+    goal: float = GUIDED_SHARE_GOAL
+
+    @property
+    def meets_goal(self) -> bool:
+        """The pooled share reaches the goal; False when there was nothing to capture."""
+        return self.share is not None and self.share >= self.goal
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "graphs": self.graphs,
+            "improvable": self.improvable,
+            "excluded": self.excluded,
+            "captured": self.captured,
+            "available": self.available,
+            "share": self.share,
+            "per_graph_mean": self.per_graph_mean,
+            "new_best": self.new_best,
+            "worse_than_default": self.worse_than_default,
+            "goal": self.goal,
+            "meets_goal": self.meets_goal,
+        }
+
+    @classmethod
+    def from_json(cls, entry: dict[str, Any]) -> CapturedShare:
+        """The entry as `to_json` wrote it (`meets_goal` is recomputed)."""
+        share, mean = entry["share"], entry["per_graph_mean"]
+        return cls(
+            graphs=int(entry["graphs"]),
+            improvable=int(entry["improvable"]),
+            excluded=int(entry["excluded"]),
+            captured=float(entry["captured"]),
+            available=float(entry["available"]),
+            share=None if share is None else float(share),
+            per_graph_mean=None if mean is None else float(mean),
+            new_best=int(entry["new_best"]),
+            worse_than_default=int(entry["worse_than_default"]),
+            goal=float(entry.get("goal", GUIDED_SHARE_GOAL)),
+        )
+
+
+def captured_share(
+    strategy: Mapping[str, float],
+    default: Mapping[str, float],
+    best_known: Mapping[str, float],
+    goal: float = GUIDED_SHARE_GOAL,
+) -> CapturedShare:
+    """The share of the best-known improvement a strategy captures; each mapping is graph -> op count
+    (the strategy's R at its budget, XLA's default D, the best-known R), over the same graphs."""
+    names = set(default)
+    if set(strategy) != names or set(best_known) != names:
+        differ = sorted(names.symmetric_difference(strategy) | names.symmetric_difference(best_known))
+        raise ValueError(f"captured share: the counts cover different graphs ({', '.join(differ)})")
+    captured = available = 0.0
+    shares: list[float] = []
+    new_best = worse = 0
+    for name in sorted(names):
+        ours, xla, best = float(strategy[name]), float(default[name]), float(best_known[name])
+        if ours < best:
+            new_best += 1
+            best = ours
+        worse += ours > xla
+        if best >= xla:
+            continue  # no known improvement on this graph
+        gain = max(0.0, xla - ours)
+        captured += gain
+        available += xla - best
+        shares.append(gain / (xla - best))
+    return CapturedShare(
+        graphs=len(names),
+        improvable=len(shares),
+        excluded=len(names) - len(shares),
+        captured=captured,
+        available=available,
+        share=captured / available if shares else None,
+        per_graph_mean=math.fsum(shares) / len(shares) if shares else None,
+        new_best=new_best,
+        worse_than_default=worse,
+        goal=goal,
+    )
 
 
 def performance_profiles_figure(runs: dict[str, np.ndarray], title: str) -> bytes:

@@ -50,7 +50,10 @@ from xlabench.xla import PassDriver, default_driver
 from xlabench.xla.pool import CompilerPool
 
 # The environment every algorithm trains in and the warm start before it: the shipped configuration.
-ENVIRONMENT = EnvironmentConfig()
+# The policy sees where the episode stands in XLA's own order on the module (`env/xla_order.py`), and
+# has room for the longest of those orders (a bf16 training step's reaches ~90 passes, most of them
+# repeats a known no-op answers without a compiler call).
+ENVIRONMENT = EnvironmentConfig(observe_xla_order=True, max_steps=128)
 WARM_START = WarmStartConfig()
 
 

@@ -25,7 +25,7 @@ from xlabench.baselines.storage import baselines_directory, load, previous_versi
 from xlabench.cli.arguments import POSITIVE, seconds
 from xlabench.errors import UserInputError
 from xlabench.eval.evaluate import evaluate_graphs
-from xlabench.files import write_atomically
+from xlabench.files import write_atomically, write_json
 from xlabench.graphs import resolve_graphs
 from xlabench.plugin.gates import KNOWN_GAPS_FILE, judge, load_known_gaps, split_known
 from xlabench.policies.artifact import graph_scope, policies_directory, policy_names
@@ -96,6 +96,20 @@ def register(subparsers: Any) -> None:
     )
     search.add_argument("--root", type=Path, help="a directory laid out like baselines/search/")
     search.set_defaults(handler=run_search)
+    paper = commands.add_parser(
+        "paper",
+        help="the paper's metric, mean (I - R) / (I - D) over graphs with I > D, from committed results",
+    )
+    paper.add_argument(
+        "--root",
+        type=Path,
+        help="a directory laid out like baselines/ (search/, POLICY/; default: baselines/)",
+    )
+    paper.add_argument(
+        "--policy", default="general", metavar="NAME", help="the shipped policy's baselines (default general)"
+    )
+    paper.add_argument("--json", metavar="FILE", help="also write the table as JSON to FILE")
+    paper.set_defaults(handler=run_paper)
 
 
 def run_search(args: argparse.Namespace) -> int:
@@ -106,6 +120,20 @@ def run_search(args: argparse.Namespace) -> int:
     if not baselines:
         raise UserInputError(f"{root}: no search baselines (STRATEGY/BUDGET/SPLIT/results.json)")
     print(search_table(baselines))
+    return 0
+
+
+def run_paper(args: argparse.Namespace) -> int:
+    """Print the paper's headline metric per strategy and family selection, read from committed JSON."""
+    from xlabench.baselines.paper import markdown, paper_table, to_json
+
+    root = args.root or baselines_directory()
+    if not root.is_dir():
+        raise UserInputError(f"{root}: no such directory (expected a baselines/ directory)")
+    table = paper_table(root, args.policy)
+    print(markdown(table))
+    if args.json:
+        write_json(args.json, to_json(table))
     return 0
 
 

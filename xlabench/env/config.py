@@ -33,6 +33,9 @@ class EnvironmentConfig:
     # What the return is measured against: the raw module's count ("unoptimized", (R0 - R) / R0) or
     # XLA's default count ("default", (D - R) / D).
     reward_baseline: str = "unoptimized"
+    # Show the policy where the episode stands in XLA's own order on this module (`env/xla_order.py`):
+    # XLA's next pass and the share of its order done. One cached compile a module.
+    observe_xla_order: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The metadata form: a dict of the fields."""

@@ -9,10 +9,19 @@ from xlabench.env.starts import COST_FIELDS, GraphStart, cost_vector
 from xlabench.xla.features import ELEMENT_TYPES, OPCODES, Features
 
 
-def observation_space(action_count: int) -> spaces.Dict:
+def observation_space(action_count: int, observe_xla_order: bool = False) -> spaces.Dict:
     """The environment's observation space for an action set of `action_count` passes."""
+    extra = {}
+    if observe_xla_order:
+        # XLA's next action on this module after the sequence so far (one-hot, the last entry: its
+        # order is done), and the share of its order behind the episode's cursor.
+        extra = {
+            "xla_next": spaces.Box(0.0, 1.0, (action_count + 1,), np.float32),
+            "xla_progress": spaces.Box(0.0, 1.0, (1,), np.float32),
+        }
     return spaces.Dict(
         {
+            **extra,
             # Share of each opcode in the module (OPCODES order, then "other").
             "histogram": spaces.Box(0.0, 1.0, (len(OPCODES) + 1,), np.float32),
             # Share of each result element type (ELEMENT_TYPES order, then "other"): which
@@ -30,15 +39,28 @@ def observation_space(action_count: int) -> spaces.Dict:
 
 
 def observation(
-    features: Features, start: GraphStart, step_fraction: float, action_shares: np.ndarray
+    features: Features,
+    start: GraphStart,
+    step_fraction: float,
+    action_shares: np.ndarray,
+    xla_position: tuple[int, int, int] | None = None,
 ) -> dict[str, np.ndarray]:
-    """The observation of a module with these `features`, in an episode that started at `start`."""
+    """The observation of a module with these `features`, in an episode that started at `start`;
+    `xla_position` (next action, cursor, order length) when the environment observes XLA's order."""
     histogram = features.histogram_vector()
     total = histogram.sum()
     element_types = features.element_type_vector()
     raw_cost = start.cost
     cost = np.divide(cost_vector(features), raw_cost, out=np.ones(len(COST_FIELDS)), where=raw_cost > 0)
+    extra = {}
+    if xla_position is not None:
+        next_action, done, length = xla_position
+        one_hot = np.zeros(len(action_shares) + 1, dtype=np.float32)
+        one_hot[next_action] = 1.0
+        progress = np.array([done / length if length else 1.0], dtype=np.float32)
+        extra = {"xla_next": one_hot, "xla_progress": progress}
     return {
+        **extra,
         "histogram": (histogram / total if total else histogram).astype(np.float32),
         "element_types": (element_types / total if total else element_types).astype(np.float32),
         "op_count": np.array([features.op_count / start.initial_op_count], dtype=np.float32),

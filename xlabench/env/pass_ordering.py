@@ -44,6 +44,7 @@ from xlabench.env.no_ops import NoOpMemory
 from xlabench.env.observation import observation, observation_space
 from xlabench.env.reward import RewardCounter
 from xlabench.env.starts import GraphStart, GraphStarts
+from xlabench.env.xla_order import cursor, next_action, xla_order
 from xlabench.errors import CompilerError, UserInputError
 from xlabench.graphs import Graph, resolve_graphs
 from xlabench.xla import HloModule, PassDriver, default_driver
@@ -72,6 +73,7 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         skip_known_no_ops: bool = True,
         mask_missing_actions: bool = False,
         reward_baseline: str = "unoptimized",
+        observe_xla_order: bool = False,
     ) -> None:
         if max_steps < 1:
             raise UserInputError(f"max_steps must be at least 1, not {max_steps}")
@@ -95,7 +97,9 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         self.rewards = rewards
 
         self.action_space = spaces.Discrete(len(self.actions) + 1)
-        self.observation_space = observation_space(len(self.actions))
+        self.observe_xla_order = observe_xla_order
+        self.observation_space = observation_space(len(self.actions), observe_xla_order)
+        self._xla_orders: dict[str, tuple[str, ...]] = {}
 
         self._starts = GraphStarts(self.driver, self.graphs, count_unoptimized=rewards)
         missing = {index for index, name in enumerate(self.actions) if name in self.missing_actions}
@@ -108,6 +112,7 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         self._steps = 0
         self._action_counts = np.zeros(len(self.actions), dtype=np.int64)
         self._sequence: list[str] = []
+        self._tried: list[str] = []  # every pass the episode ran, failed ones too: XLA's cursor moves on
 
     # -- gymnasium protocol -----------------------------------------------------------------------
 
@@ -123,10 +128,13 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
             raise UserInputError(f"{name}: not one of this environment's {len(self.graphs)} graphs")
         self._start = self._starts.get(name)
         self._module = self._start.module
+        if self.observe_xla_order and name not in self._xla_orders:
+            self._xla_orders[name] = xla_order(self.driver, self._module, self.actions)
         self._reward.start(self._start)
         self._steps = 0
         self._action_counts[:] = 0
         self._sequence = []
+        self._tried = []
         self._known.new_episode()
         return self._observation(), self._info(None)
 
@@ -161,6 +169,7 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
             error = failure
         self._steps += 1
         self._action_counts[action] += 1
+        self._tried.append(pass_name)
         truncated = self._steps >= self.max_steps
         if error is not None:
             self._known.record_failure(before, action)
@@ -218,9 +227,19 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
     def _observation(self) -> dict[str, np.ndarray]:
         assert self._start is not None and self._module is not None
         features = self.driver.features(self._module)
-        return observation(
-            features, self._start, self._steps / self.max_steps, self._action_counts / self.max_steps
-        )
+        position = None
+        if self.observe_xla_order:
+            order = self._xla_orders[self._start.graph.name]
+            position = (next_action(order, self._tried, self.actions), cursor(order, self._tried), len(order))
+        shares = self._action_counts / self.max_steps
+        return observation(features, self._start, self._steps / self.max_steps, shares, position)
+
+    @property
+    def xla_order(self) -> tuple[str, ...] | None:
+        """XLA's order on the current graph as actions (observing environments only)."""
+        if not self.observe_xla_order or self._start is None:
+            return None
+        return self._xla_orders[self._start.graph.name]
 
     def _info(
         self, pass_name: str | None, seconds: float = 0.0, error: CompilerError | None = None, calls: int = 0

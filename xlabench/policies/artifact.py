@@ -254,7 +254,8 @@ def graph_scope(metadata: dict[str, Any]) -> str:
 
 def seed_statistics_line(result: dict[str, Any]) -> str:
     """One line of `retrain --seeds` statistics: the policy's and its warm start's geomean vs_default with
-    95% intervals, and the probability that the policy improves on its warm start."""
+    95% intervals, the probability that the policy improves on its warm start, and (versions since it is
+    stored) the paired judgement of the policy against its warm start."""
 
     def interval(part: dict[str, float]) -> str:
         return f"{part['estimate']:.4f} [{part['low']:.4f}, {part['high']:.4f}]"
@@ -266,6 +267,10 @@ def seed_statistics_line(result: dict[str, Any]) -> str:
             f", warm start {interval(result['warm_start']['geomean'])}, "
             f"P(policy > warm start) {interval(result['probability_of_improvement'])}"
         )
+    paired = result.get("policy_vs_warm_start")
+    if paired and paired.get("line"):
+        # A clause, not a new line: callers put this line inside sentences and the changelog entry.
+        line += "; " + str(paired["line"])
     return line
 
 

@@ -54,10 +54,11 @@ class Policy:
             raise PolicyError(f"{artifact.path}: {error}") from None
         self.max_steps = environment.max_steps
         self.mask_inapplicable = environment.mask_inapplicable
+        self.observe_xla_order = environment.observe_xla_order
         self.algorithm = str(metadata["algorithm"])
         hyperparameters = metadata["hyperparameters"]
         self.network = policy_class(self.algorithm)(
-            observation_space(len(self.actions)),
+            observation_space(len(self.actions), self.observe_xla_order),
             spaces.Discrete(len(self.actions) + 1),
             lambda _: 0.0,
             **policy_kwargs(hyperparameters["net_arch"], hyperparameters["activation"]),
@@ -137,10 +138,15 @@ def load_policy(reference: str, driver: PassDriver, root: Path | None = None) ->
     compiler lacks are masked, those it adds are not offered (`Policy.action_match`). Refused, in one
     line, is only what cannot be served: a corrupt file, or observations its network cannot take.
     """
+    from xlabench.env.config import EnvironmentConfig
     from xlabench.env.observation import observation_space
 
     metadata = read_metadata(resolve(reference, root))
-    spec = observation_spec(observation_space(len(metadata.get("actions") or [])))
+    try:
+        observes = EnvironmentConfig.from_json(metadata.get("environment") or {}).observe_xla_order
+    except UserInputError as error:  # a policy made by a newer xlabench: name the policy
+        raise PolicyError(f"{resolve(reference, root)}: {error}") from None
+    spec = observation_spec(observation_space(len(metadata.get("actions") or []), observes))
     return Policy(load(reference, spec, root))
 
 
@@ -158,6 +164,7 @@ def rollout(policy: Policy, driver: PassDriver, graph: Graph) -> SearchResult:
         count_every_step=False,
         rewards=False,  # greedy: R at the end is all that counts, R0 is never needed
         mask_missing_actions=True,  # made on another release: what this compiler lacks is masked
+        observe_xla_order=policy.observe_xla_order,
     )
     observation, info = env.reset(seed=0, options={"graph": graph.name})
     started = time.perf_counter()

@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterable
+from typing import Any
 
 from xlabench.errors import UnknownPassError
 from xlabench.xla import payloads
@@ -46,6 +47,7 @@ __all__ = [
 ]
 
 DEFAULT_PIPELINE_KEY = "@default-pipeline"
+PIPELINE_CHANGES_KEY = "@pipeline-changes"
 REQUIRED_PASSES_KEY = "@required-passes"
 
 
@@ -113,10 +115,15 @@ class PassDriver(CompilerSession, PassSequences):
         no-ops, for ~1/40 of the compiles of a replay (`xlabench.xla.replay`) -- but on XLA's
         in-memory module, not through xlabench's canonical form between passes.
         """
-        answer = self.call_compiler(
-            "pipeline_changes", None, module, point_pass=COUNTING_POINT_PASS, disabled_passes=[]
-        )
-        return [(pipeline, pass_name) for pipeline, pass_name in answer["changes"]]
+        arguments = self.with_compiler_change({"point_pass": COUNTING_POINT_PASS, "disabled_passes": []})
+
+        def run() -> dict[str, Any]:
+            answer = self.call_compiler("pipeline_changes", PIPELINE_CHANGES_KEY, module, **arguments)
+            return {"changes": [list(change) for change in answer["changes"]]}
+
+        key = self.cache_key(PIPELINE_CHANGES_KEY, "pipeline_changes", arguments)
+        record = self.store.cached_or_run(module.fingerprint, key, run)  # one compile per module
+        return [(pipeline, pass_name) for pipeline, pass_name in record["changes"]]
 
     def run_required_passes(self, module: HloModule, applied: Iterable[str] = ()) -> HloModule:
         """The module after only the required passes, taken at the same point as the default.

@@ -24,7 +24,7 @@ from xlabench.xla.structure import NORMALIZATION_VERSION
 _WHERE_DUMPED = frozenset({"successors", "point_pipeline"})
 # What a transition record keeps of a compiler function's answer: nothing that depends on the module's
 # name (the text names it INTERNAL_MODULE_NAME; the caller names the result after its input).
-_RECORD_FIELDS = ("text", "fingerprint", "seconds", "features")
+_RECORD_FIELDS = ("text", "fingerprint", "seconds", "features", "changes")
 
 
 def transition_key(key: str, function: str, arguments: dict[str, Any]) -> str:
