@@ -143,3 +143,9 @@ def test_malformed_user_file_names_the_file(tmp_path: Path) -> None:
 def test_missing_manifest_says_how_to_build(tmp_path: Path) -> None:
     with pytest.raises(UserInputError, match="run `xlabench graphs build`"):
         storage.read_manifest(tmp_path)
+
+
+def test_a_spec_too_long_for_a_file_name_is_read_as_graph_names() -> None:
+    names = [spec.name for spec in suite()][:40]
+    assert len(",".join(names)) > 255  # past the file-name limit of Linux file systems
+    assert sorted(g.name for g in resolve_graphs(",".join(names))) == sorted(names)

@@ -42,7 +42,7 @@ def run_metadata(name: str, actions: list[str] | None = None) -> dict:
         "algorithm": "ppo",
         "jaxlib_version": driver.jaxlib_version,
         "actions": actions,
-        "observation_spec": observation_spec(observation_space(len(actions))),
+        "observation_spec": observation_spec(observation_space(len(actions), ENVIRONMENT.observe_xla_order)),
         "environment": ENVIRONMENT.to_json(),
         "hyperparameters": {"net_arch": list(NET_ARCH), "activation": ACTIVATION},
         "training": {"graphs": SMALL_GRAPH, "steps": 0, "seconds": 0},

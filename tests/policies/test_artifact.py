@@ -18,7 +18,9 @@ from xlabench.xla import default_driver
 def test_a_loaded_policy_acts_as_the_model_it_was_saved_from(saved_policy, ppo_model):
     policy = load_policy("tiny", default_driver())
     assert policy.label == "tiny@v1.0" and saved_policy.name == "v1.0"
-    env = PassOrderingEnv(graphs=SMALL_GRAPH, action_set=ENVIRONMENT.action_set)
+    env = PassOrderingEnv(
+        graphs=SMALL_GRAPH, action_set=ENVIRONMENT.action_set, observe_xla_order=ENVIRONMENT.observe_xla_order
+    )
     observation, _ = env.reset(seed=0)
     mask = env.action_masks()
     expected, _ = ppo_model.predict(observation, deterministic=True, action_masks=mask)
@@ -75,7 +77,7 @@ def _untrained_weights(action_count: int) -> dict:
     from xlabench.policies.networks import policy_class, policy_kwargs
 
     network = policy_class("ppo")(
-        observation_space(action_count),
+        observation_space(action_count, ENVIRONMENT.observe_xla_order),
         spaces.Discrete(action_count + 1),
         lambda _: 0.0,
         **policy_kwargs(NET_ARCH, ACTIVATION),
@@ -96,7 +98,12 @@ def test_a_policy_made_with_other_actions_keeps_its_own_and_masks_what_the_compi
     assert match.masked == ("pass-of-another-release",)
     assert set(match.not_offered) == {a for a in installed if "_simplifier" in a} != set()
     assert match.trained_jaxlib == "0.9.2" and match.changed
-    env = PassOrderingEnv(graphs=SMALL_GRAPH, actions=actions, mask_missing_actions=True)
+    env = PassOrderingEnv(
+        graphs=SMALL_GRAPH,
+        actions=actions,
+        mask_missing_actions=True,
+        observe_xla_order=ENVIRONMENT.observe_xla_order,
+    )
     env.reset(seed=0)
     assert env.missing_actions == ["pass-of-another-release"] and not env.action_masks()[len(actions) - 1]
     found = rollout(policy, driver, resolve_graphs(SMALL_GRAPH)[0])

@@ -93,7 +93,9 @@ class TrainingRun:
             "jaxlib_version": driver.jaxlib_version,
             "catalogue_sha256": hashlib.sha256(catalogue).hexdigest(),
             "actions": self.actions,
-            "observation_spec": observation_spec(observation_space(len(self.actions))),
+            "observation_spec": observation_spec(
+                observation_space(len(self.actions), self.environment.observe_xla_order)
+            ),
             "environment": self.environment.to_json(),
             "hyperparameters": self.hyperparameters.to_json(),
             "seed": self.seed,

@@ -28,7 +28,7 @@ from xlabench.eval.evaluate import evaluate_graphs
 from xlabench.files import write_atomically, write_json
 from xlabench.graphs import resolve_graphs
 from xlabench.plugin.gates import KNOWN_GAPS_FILE, judge, load_known_gaps, split_known
-from xlabench.policies.artifact import graph_scope, policies_directory, policy_names
+from xlabench.policies.artifact import gated_graphs, policies_directory, policy_names
 from xlabench.policies.policy import load_policy
 from xlabench.xla import PassDriver
 from xlabench.xla.compilers import resolve_compiler
@@ -160,7 +160,7 @@ def _measure(
                 "the whole compiler; unset it (`xlabench baselines diff` shows what the change does)"
             )
         policy = load_policy(reference, driver)
-        graphs = resolve_graphs(args.graphs or graph_scope(policy.artifact.metadata))
+        graphs = resolve_graphs(args.graphs) if args.graphs else gated_graphs(policy.artifact.metadata)
         runs = [
             evaluate_graphs(
                 driver,

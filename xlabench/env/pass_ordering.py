@@ -25,6 +25,10 @@ XLA in tests/env), or this episode already saw the pass change nothing on this v
 it unchanged, or its fixed-point run ended there). The step is otherwise what XLA's run would give:
 the same module, observation, mask and sequence, so a policy acts the same with it on or off.
 
+With `observe_xla_order`, the observation also holds where the episode stands in XLA's own order on
+the module (`xlabench.env.xla_order`, one cached compile a graph): `xla_next`, the order's next action
+after the passes tried so far (one-hot; the last entry: the order is done), and `xla_progress`.
+
 `info` carries the graph, R (`op_count`), I, D, R0, the pass, its error, `calls` (pass applications the
 step made: 1, a fixed-point variant's runs, 0 to stop or for a known no-op) and `seconds`: the time XLA
 took to run the pass, as first measured (a cached transition keeps it, so a replayed episode reports
@@ -129,7 +133,9 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         self._start = self._starts.get(name)
         self._module = self._start.module
         if self.observe_xla_order and name not in self._xla_orders:
-            self._xla_orders[name] = xla_order(self.driver, self._module, self.actions)
+            # Actions this compiler lacks are never tried: left in, they would hold the cursor for good.
+            offered = [action for action in self.actions if action not in self.missing_actions]
+            self._xla_orders[name] = xla_order(self.driver, self._module, offered)
         self._reward.start(self._start)
         self._steps = 0
         self._action_counts[:] = 0

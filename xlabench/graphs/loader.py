@@ -105,13 +105,21 @@ def _from_path(path: Path) -> list[Graph]:
     return [load_user_file(path)]
 
 
+def _exists(path: Path) -> bool:
+    # A SPEC too long to be a file name (many graphs joined by commas) is no file, not an OSError.
+    try:
+        return path.exists()
+    except OSError:
+        return False
+
+
 def resolve_graphs(spec: str) -> list[Graph]:
     """Graphs named by `spec`: `all`, a split, a family, `SPLIT:FAMILY` (e.g. `train:gpt2`), a suite
     graph name, an HLO file or a directory -- or several of these joined by commas (their union)."""
     if not spec.strip():
         # Path("") is the current directory: an empty SPEC must not quietly load whatever is there.
         raise UserInputError("empty graph SPEC (a stray comma?); see `xlabench graphs list`")
-    if "," in spec and not Path(spec).expanduser().exists():
+    if "," in spec and not _exists(Path(spec).expanduser()):
         union: dict[str, Graph] = {}
         for part in spec.split(","):
             union.update((graph.name, graph) for graph in resolve_graphs(part.strip()))
@@ -136,7 +144,7 @@ def resolve_graphs(spec: str) -> list[Graph]:
             raise UserInputError(f"no graphs for {spec!r} in {storage.DATA_DIR}; run `xlabench graphs build`")
         return selected
     path = Path(spec).expanduser()
-    if path.exists():
+    if _exists(path):
         return _from_path(path)
     by_name = {g.name: g for g in load_graph_set()}
     if spec not in by_name:  # a corpus graph's name, or a near miss of any name

@@ -37,7 +37,7 @@ from xlabench.plugin.gates import (
     split_known,
 )
 from xlabench.policies.artifact import (
-    graph_scope,
+    gated_graphs,
     policies_directory,
     policy_names,
     read_metadata,
@@ -288,7 +288,7 @@ def suite_cases(settings: Settings) -> list[Case]:
     cases = []
     for reference in references:
         metadata = read_metadata(resolve(reference))
-        graphs = given if settings.graphs_given else resolve_graphs(graph_scope(metadata))
+        graphs = given if settings.graphs_given else gated_graphs(metadata)
         cases += [Case(graph, reference, f"{metadata['name']}@{metadata['version']}") for graph in graphs]
     return cases
 
@@ -397,8 +397,8 @@ class Judge:
         """Whether a suite graph is in the policy's scope (`graph_scope`), where a baseline is required."""
 
         if policy.label not in self._scopes:
-            scope = graph_scope(policy.artifact.metadata)
-            self._scopes[policy.label] = {graph.name for graph in resolve_graphs(scope)}
+            # A staged family's graph is judged as a user's graph is: without a baseline to require.
+            self._scopes[policy.label] = {graph.name for graph in gated_graphs(policy.artifact.metadata)}
         return graph in self._scopes[policy.label]
 
     def known_gaps(self) -> list[Any]:

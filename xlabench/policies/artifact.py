@@ -27,8 +27,8 @@ from typing import Any
 
 from xlabench.errors import UserInputError
 from xlabench.files import checkout_directory, write_atomically, write_json
-from xlabench.graphs import resolve_graphs
-from xlabench.graphs.suite import SPLITS
+from xlabench.graphs import Graph, resolve_graphs
+from xlabench.graphs.suite import SPLITS, STAGED_FAMILIES
 
 FORMAT = 1
 WEIGHTS_FILE = "weights.safetensors"
@@ -250,6 +250,12 @@ def graph_scope(metadata: dict[str, Any]) -> str:
     except UserInputError:
         return "all"  # trained on graphs this suite does not have: judge it everywhere
     return ",".join(families)
+
+
+def gated_graphs(metadata: dict[str, Any]) -> list[Graph]:
+    """The suite graphs a policy is held to by default (`graph_scope`), the staged families left out
+    (`STAGED_FAMILIES`: no shipped version has baselines on them yet)."""
+    return [graph for graph in resolve_graphs(graph_scope(metadata)) if graph.family not in STAGED_FAMILIES]
 
 
 def seed_statistics_line(result: dict[str, Any]) -> str:

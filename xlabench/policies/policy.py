@@ -152,7 +152,7 @@ def load_policy(reference: str, driver: PassDriver, root: Path | None = None) ->
 
 def rollout(policy: Policy, driver: PassDriver, graph: Graph) -> SearchResult:
     """One greedy episode of `policy` on `graph`; calls = the pass applications (a step's one, a
-    fixed-point variant's runs) + 1 count."""
+    fixed-point variant's runs) + 1 count, + 1 for XLA's order when the policy observes it."""
     from xlabench.env import PassOrderingEnv
 
     env = PassOrderingEnv(
@@ -182,7 +182,7 @@ def rollout(policy: Policy, driver: PassDriver, graph: Graph) -> SearchResult:
         strategy=policy.label,
         sequence=env.sequence,
         op_count=int(op_count),
-        calls=applications + 1,
+        calls=applications + 1 + int(policy.observe_xla_order),
         seconds=time.perf_counter() - started,
         applied=env.sequence,
         module=env.module,
