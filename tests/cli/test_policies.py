@@ -7,6 +7,7 @@ import json
 import pytest
 
 from tests.policies.conftest import SMALL_GRAPH
+from xlabench.agents.train import ENVIRONMENT
 from xlabench.cli import main
 from xlabench.graphs import resolve_graphs
 from xlabench.xla import default_driver
@@ -39,7 +40,10 @@ def test_retrain_writes_a_version_that_eval_and_policies_use(policies_root, tmp_
     for action in row["sequence"]:
         module, calls = driver.apply_action(module, action)
         applications += calls
-    assert row["calls"] == applications + 1 and driver.fair_op_count(module, row["sequence"]) == row["R"]
+    # ... and one compile for XLA's order, when the policy observes it (the training default).
+    observing = int(ENVIRONMENT.observe_xla_order)
+    assert row["calls"] == applications + 1 + observing
+    assert driver.fair_op_count(module, row["sequence"]) == row["R"]
     assert json.loads(out.read_text())["policy"] == "tiny@v1.0"
     # The rollout is the one retrain evaluated.
     assert row["R"] == metadata["eval"][SMALL_GRAPH]["per_graph"][0]["R"]

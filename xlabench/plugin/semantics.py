@@ -36,7 +36,7 @@ from xlabench.graphs import Graph, resolve_graphs
 from xlabench.xla import PassDriver
 from xlabench.xla.cache import cache_directory
 from xlabench.xla.catalogue import base_pass
-from xlabench.xla.execute import judge_sequence, nan_share
+from xlabench.xla.execute import judge_against_unoptimized, judge_sequence, nan_share
 from xlabench.xla.module import HloModule
 from xlabench.xla.reproducers import write_reproducer
 
@@ -202,6 +202,17 @@ class SemanticsCheck:
         if nan_share(default_outputs) > NAN_FLAG_SHARE or verdict.outside_domain:
             self.flagged += 1
             return Outcome(applied, [], flagged=True, seed=seed, signed=signed)
+        if verdict.problems:
+            # The unoptimized program already outside XLA's default's limit (bf16: XLA's algsimp removes
+            # rounding round trips) says nothing of the passes: hold the sequence to the program it
+            # started from instead. A pass that makes it worse still fails.
+            unoptimized, _ = judge_sequence(
+                module, module, [], seed=seed, driver=self.driver, non_negative=not signed
+            )
+            if unoptimized.problems:
+                verdict = judge_against_unoptimized(
+                    module, current, applied, seed=seed, driver=self.driver, non_negative=not signed
+                )
         outcome = Outcome(applied, verdict.problems, seed=seed, signed=signed)
         if outcome.problems:
             outcome.known = self._known(graph, applied)

@@ -171,6 +171,28 @@ def judge_sequence(
     return verdict, default_run.outputs
 
 
+def judge_against_unoptimized(
+    original: HloModule,
+    result: HloModule,
+    applied: Iterable[str],
+    seed: int = 0,
+    driver: PassDriver | None = None,
+    non_negative: bool = True,
+) -> OutputsVerdict:
+    """A sequence's executable against the unoptimized program's (the empty sequence), on the inputs
+    `judge_sequence` draws: for a module whose unoptimized program is itself less accurate than XLA's
+    default (bf16, where XLA's algsimp removes rounding round trips), what a pass must not make worse."""
+    driver = driver or default_driver()
+    inputs = random_inputs(original, seed=seed, driver=driver, non_negative=non_negative)
+    sequence_run, _ = execute_against_default(
+        result, applied, original, inputs, repeats=0, warmup=0, driver=driver
+    )
+    unoptimized_run, _ = execute_against_default(
+        original, [], original, inputs, repeats=0, warmup=0, driver=driver
+    )
+    return judge_outputs(original, inputs, unoptimized_run.outputs, sequence_run.outputs, driver)
+
+
 def _non_finite_where_finite(outputs: list[np.ndarray], finite_in: list[np.ndarray]) -> bool:
     """Whether some float output is NaN or inf at an element where the other outputs' is finite."""
     for output, other in zip(outputs, finite_in, strict=False):
