@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from xlabench.env import PassOrderingEnv
-from xlabench.env.xla_order import cursor, next_action, xla_order
+from xlabench.env.xla_order import OrderCursor, xla_order
 from xlabench.graphs import resolve_graphs
 from xlabench.xla import default_driver
 
@@ -13,24 +13,41 @@ ORDER = ("flatten-call-graph", "dce", "algsimp:fixed-point", "cse", "dce")
 ACTIONS = ["flatten-call-graph", "dce", "algsimp:fixed-point", "algsimp", "cse", "reshape-mover"]
 
 
-def test_the_cursor_moves_past_the_last_pass_matched_in_order() -> None:
-    assert cursor(ORDER, []) == 0
-    assert cursor(ORDER, ["flatten-call-graph", "dce"]) == 2
-    # A pass the order does not have leaves the cursor where it is; one far ahead skips what lies between.
-    assert cursor(ORDER, ["reshape-mover"]) == 0
-    assert cursor(ORDER, ["cse"]) == 4
-    # A skipped pass stays skipped: dce after cse is the order's last dce, not its first.
-    assert cursor(ORDER, ["cse", "dce"]) == 5
+def nothing_useless(action: str) -> bool:
+    return False
 
 
-def test_a_single_run_matches_its_pass_s_fixed_point_variant() -> None:
-    assert cursor(ORDER, ["flatten-call-graph", "dce", "algsimp"]) == 3
+def test_taking_xla_s_next_pass_moves_the_cursor_and_anything_else_does_not() -> None:
+    cursor = OrderCursor(ORDER)
+    assert cursor.observed(ACTIONS, nothing_useless) == (ACTIONS.index("flatten-call-graph"), 0, 5)
+    cursor.step("flatten-call-graph", nothing_useless)
+    # A pass the order has later (cse), or not at all (reshape-mover), leaves the cursor where it is:
+    # XLA's next pass stays dce, not the one after cse.
+    for other in ("cse", "reshape-mover", "algsimp:fixed-point"):
+        cursor.step(other, nothing_useless)
+        assert cursor.observed(ACTIONS, nothing_useless) == (ACTIONS.index("dce"), 1, 5)
+    cursor.step("dce", nothing_useless)
+    # A single run is its pass's fixed-point variant's run.
+    cursor.step("algsimp", nothing_useless)
+    assert cursor.observed(ACTIONS, nothing_useless)[:2] == (ACTIONS.index("cse"), 3)
+    cursor.step("cse", nothing_useless)
+    cursor.step("dce", nothing_useless)
+    assert cursor.observed(ACTIONS, nothing_useless) == (len(ACTIONS), 5, 5)  # stop
 
 
-def test_the_next_action_is_the_order_s_pass_at_the_cursor_then_stop() -> None:
-    assert next_action(ORDER, [], ACTIONS) == ACTIONS.index("flatten-call-graph")
-    assert next_action(ORDER, ["flatten-call-graph", "dce"], ACTIONS) == ACTIONS.index("algsimp:fixed-point")
-    assert next_action(ORDER, list(ORDER), ACTIONS) == len(ACTIONS)  # the stop action
+def test_an_entry_that_can_do_nothing_here_is_passed_over() -> None:
+    cursor = OrderCursor(ORDER)
+    cursor.step("flatten-call-graph", nothing_useless)
+
+    def dce_useless(action: str) -> bool:
+        return action == "dce"
+
+    # dce known to change nothing on this module: XLA's next move is algsimp; taking it passes both.
+    assert cursor.observed(ACTIONS, dce_useless)[:2] == (ACTIONS.index("algsimp:fixed-point"), 2)
+    cursor.step("algsimp:fixed-point", dce_useless)
+    assert cursor.observed(ACTIONS, nothing_useless)[:2] == (ACTIONS.index("cse"), 3)
+    # Every entry left useless: stop.
+    assert cursor.observed(ACTIONS, lambda action: True) == (len(ACTIONS), 5, 5)
 
 
 def test_following_xla_next_plays_xla_s_order_and_stops() -> None:
@@ -42,14 +59,36 @@ def test_following_xla_next_plays_xla_s_order_and_stops() -> None:
     assert order == xla_order(driver, env.module, env.actions) and len(order) >= 3
     played, done = [], False
     while not done:
-        assert observation["xla_progress"][0] == len(played) / len(order)
+        assert 0.0 <= observation["xla_progress"][0] <= 1.0
         action = int(np.argmax(observation["xla_next"]))
         assert observation["xla_next"].sum() == 1.0
         observation, _, terminated, truncated, _ = env.step(action)
         played.append(action)
         done = terminated or truncated
+    # In a fresh environment nothing is known useless yet: following xla_next plays the order itself.
     assert [env.actions[a] for a in played[:-1]] == list(order) and played[-1] == env.stop_action
     assert env.observation_space.contains(observation)
+
+
+def test_a_second_episode_passes_over_what_the_first_found_useless_and_ends_alike() -> (
+    None
+):
+    [graph] = resolve_graphs("recurrent-gru-infer-l1-h128-s16-b8-f32")
+    env = PassOrderingEnv(graphs=[graph], max_steps=64, rewards=False, observe_xla_order=True)
+    for episode in range(2):
+        observation, _ = env.reset(options={"graph": graph.name})
+        done, steps = False, 0
+        while not done:
+            action = int(np.argmax(observation["xla_next"]))
+            if action != env.stop_action:
+                assert env.action_masks()[action], (episode, env.actions[action])  # never a masked move
+            observation, _, terminated, truncated, _ = env.step(action)
+            steps += 1
+            done = terminated or truncated
+        assert terminated and not truncated
+        if episode == 0:
+            first_count, first_steps = env.fair_op_count, steps
+    assert env.fair_op_count == first_count and steps <= first_steps
 
 
 def test_xla_s_order_is_one_compile_a_module_then_the_cache_s() -> None:

@@ -48,7 +48,7 @@ from xlabench.env.no_ops import NoOpMemory
 from xlabench.env.observation import observation, observation_space
 from xlabench.env.reward import RewardCounter
 from xlabench.env.starts import GraphStart, GraphStarts
-from xlabench.env.xla_order import cursor, next_action, xla_order
+from xlabench.env.xla_order import OrderCursor, xla_order
 from xlabench.errors import CompilerError, UserInputError
 from xlabench.graphs import Graph, resolve_graphs
 from xlabench.xla import HloModule, PassDriver, default_driver
@@ -116,7 +116,7 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         self._steps = 0
         self._action_counts = np.zeros(len(self.actions), dtype=np.int64)
         self._sequence: list[str] = []
-        self._tried: list[str] = []  # every pass the episode ran, failed ones too: XLA's cursor moves on
+        self._cursor = OrderCursor(())  # where the episode stands in XLA's order (observing only)
 
     # -- gymnasium protocol -----------------------------------------------------------------------
 
@@ -130,17 +130,18 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
             name = self.graph_names[int(self.np_random.integers(len(self.graph_names)))]
         elif name not in self.graphs:
             raise UserInputError(f"{name}: not one of this environment's {len(self.graphs)} graphs")
-        self._start = self._starts.get(name)
-        self._module = self._start.module
-        if self.observe_xla_order and name not in self._xla_orders:
-            # Actions this compiler lacks are never tried: left in, they would hold the cursor for good.
+        start = self._starts.get(name)
+        if self.observe_xla_order and name not in self._xla_orders:  # before any state changes
+            # Actions this compiler lacks are never offered, so never XLA's next move here.
             offered = [action for action in self.actions if action not in self.missing_actions]
-            self._xla_orders[name] = xla_order(self.driver, self._module, offered)
+            self._xla_orders[name] = xla_order(self.driver, start.module, offered)
+        self._start = start
+        self._module = start.module
+        self._cursor = OrderCursor(self._xla_orders.get(name, ()))
         self._reward.start(self._start)
         self._steps = 0
         self._action_counts[:] = 0
         self._sequence = []
-        self._tried = []
         self._known.new_episode()
         return self._observation(), self._info(None)
 
@@ -175,7 +176,8 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
             error = failure
         self._steps += 1
         self._action_counts[action] += 1
-        self._tried.append(pass_name)
+        if self.observe_xla_order:  # before the module changes: what was XLA's next move was judged on it
+            self._cursor.step(pass_name, self._useless_here(before))
         truncated = self._steps >= self.max_steps
         if error is not None:
             self._known.record_failure(before, action)
@@ -235,10 +237,18 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         features = self.driver.features(self._module)
         position = None
         if self.observe_xla_order:
-            order = self._xla_orders[self._start.graph.name]
-            position = (next_action(order, self._tried, self.actions), cursor(order, self._tried), len(order))
+            position = self._cursor.observed(self.actions, self._useless_here(self._module))
         shares = self._action_counts / self.max_steps
         return observation(features, self._start, self._steps / self.max_steps, shares, position)
+
+    def _useless_here(self, module: HloModule) -> Any:
+        """Whether an action can do nothing on `module`: masked there, or known to leave it as it is."""
+        mask = self._known.mask(module, self._sequence)
+
+        def useless(action: str) -> bool:
+            return not mask[self.actions.index(action)] or self._known.known_no_op(module, action)
+
+        return useless
 
     @property
     def xla_order(self) -> tuple[str, ...] | None:

@@ -449,8 +449,9 @@ def _tensorflow() -> Iterator[dict[str, Any]]:
 
 
 # ---------------------------------------------------------------------------- model-library families
-# Grids over depth and width; the secondary axes (image size, batch, dtype) cycle. bf16 is mixed
-# precision as each library sets it (f32 parameters, bf16 compute).
+# Grids over depth and width; the secondary axes (image size, batch, dtype) cycle. bf16 is what each
+# library offers: mixed precision in flax and haiku (f32 parameters, bf16 compute), bf16 parameters and
+# compute in equinox (it has no mixed-precision policy).
 
 
 def _modes_product(*axes: list[Any]) -> Iterator[tuple[int, str, tuple[Any, ...]]]:

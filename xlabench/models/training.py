@@ -66,7 +66,8 @@ def labels(config: dict[str, Any], *shape: int) -> jax.ShapeDtypeStruct:
 
 
 def compute_dtype(config: dict[str, Any]) -> Any:
-    """The activations' dtype: `bf16` is mixed precision (f32 parameters, bf16 compute), else f32."""
+    """The compute dtype: bf16 for `bf16` configs, else f32. flax and haiku keep f32 parameters beside it
+    (mixed precision); equinox has no such policy, so its bf16 graphs hold bf16 parameters too."""
     return jnp.bfloat16 if config["dtype"] == "bf16" else jnp.float32
 
 

@@ -73,7 +73,9 @@ def make_program(config: dict[str, Any]) -> Program:
 
     transformed = hk.transform_with_state(network)
     images = training.images(config)
-    params, state = abstract_init(transformed, images, is_training=True)  # batch norm creates its EMAs
+    params, state = abstract_init(
+        transformed, images, is_training=True
+    )  # the EMA quantizer creates its state
     if config["mode"] == "infer":
 
         def infer(params: Any, state: Any, x: jax.Array) -> jax.Array:
