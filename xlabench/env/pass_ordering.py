@@ -27,7 +27,7 @@ the same module, observation, mask and sequence, so a policy acts the same with 
 
 With `observe_xla_order`, the observation also holds where the episode stands in XLA's own order on
 the module (`xlabench.env.xla_order`, one cached compile a graph): `xla_next`, the order's next action
-after the passes tried so far (one-hot; the last entry: the order is done), and `xla_progress`.
+that can still do something here (one-hot; the last entry: the order is done), and `xla_progress`.
 
 `info` carries the graph, R (`op_count`), I, D, R0, the pass, its error, `calls` (pass applications the
 step made: 1, a fixed-point variant's runs, 0 to stop or for a known no-op) and `seconds`: the time XLA
