@@ -70,9 +70,7 @@ def test_following_xla_next_plays_xla_s_order_and_stops() -> None:
     assert env.observation_space.contains(observation)
 
 
-def test_a_second_episode_passes_over_what_the_first_found_useless_and_ends_alike() -> (
-    None
-):
+def test_a_second_episode_passes_over_what_the_first_found_useless_and_ends_alike() -> None:
     [graph] = resolve_graphs("recurrent-gru-infer-l1-h128-s16-b8-f32")
     env = PassOrderingEnv(graphs=[graph], max_steps=64, rewards=False, observe_xla_order=True)
     for episode in range(2):
