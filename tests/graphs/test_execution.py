@@ -36,7 +36,14 @@ def result_specs(hlo_text: str) -> list[tuple[tuple[int, ...], str]]:
     ]
 
 
-@pytest.mark.parametrize("name", STORED_NAMES)
+# The smoke tier checks the smallest graph of each family; the full run checks every stored graph.
+SMALLEST = {graph.name for graph in smallest_graphs()}
+EVERY_GRAPH = [
+    name if name in SMALLEST else pytest.param(name, marks=pytest.mark.slow) for name in STORED_NAMES
+]
+
+
+@pytest.mark.parametrize("name", EVERY_GRAPH)
 def test_graph_parses_with_its_op_count_and_the_outputs_its_program_promises(name: str) -> None:
     [graph] = resolve_graphs(name)
     module = HloModule.from_text(graph.hlo_text(), source=name)
