@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from xlabench.env.xla_order import xla_order
 from xlabench.errors import CompilerError, UserInputError
 from xlabench.xla import HloModule, PassDriver
 from xlabench.xla.catalogue import base_pass
@@ -243,18 +244,6 @@ def _play(
     return module, kept, True
 
 
-def xla_order(driver: PassDriver, module: HloModule, actions: list[str]) -> list[str]:
-    """XLA's effective order on `module` as actions, from one compile of its default pipeline: each pass
-    XLA ran that changed the module, as its fixed-point variant where XLA iterates it (when offered), a
-    pass another requires preceded by that one."""
-    catalogue, order = driver.catalogue, []
-    for _, name in driver.default_pipeline_changes(module):
-        required = catalogue.unmet_requirement(name, order)
-        order += [action for n in (required, name) if n is not None
-                  if (action := catalogue.action_for(n, actions)) is not None]  # fmt: skip
-    return order
-
-
 Edit = tuple[int, tuple[str, ...]]  # (the first position an edit changes, the sequence after it)
 
 
@@ -300,7 +289,7 @@ def local_search(
         order = list(start.applied or start.sequence)
     else:
         calls.spend(1)
-        order = xla_order(driver, module, actions)
+        order = list(xla_order(driver, module, actions))
     played, kept, _ = _play(driver, module, order, calls)
     calls.record(1)  # the count, charged even where a fixed-point loop used the last call
     best = _State(played, tuple(kept), driver.fair_op_count(played, kept))

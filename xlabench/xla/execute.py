@@ -184,13 +184,24 @@ def judge_against_unoptimized(
     default (bf16, where XLA's algsimp removes rounding round trips), what a pass must not make worse."""
     driver = driver or default_driver()
     inputs = random_inputs(original, seed=seed, driver=driver, non_negative=non_negative)
+    unoptimized = _run_sequence(driver, original, original, [], inputs)
+    return judge_outputs(
+        original, inputs, unoptimized, _run_sequence(driver, original, result, applied, inputs), driver
+    )
+
+
+def _run_sequence(
+    driver: PassDriver,
+    original: HloModule,
+    result: HloModule,
+    applied: Iterable[str],
+    inputs: list[np.ndarray],
+) -> list[np.ndarray]:
+    """The outputs of a sequence's executable on `inputs` (XLA's default is compiled beside it, untimed)."""
     sequence_run, _ = execute_against_default(
         result, applied, original, inputs, repeats=0, warmup=0, driver=driver
     )
-    unoptimized_run, _ = execute_against_default(
-        original, [], original, inputs, repeats=0, warmup=0, driver=driver
-    )
-    return judge_outputs(original, inputs, unoptimized_run.outputs, sequence_run.outputs, driver)
+    return sequence_run.outputs
 
 
 def _non_finite_where_finite(outputs: list[np.ndarray], finite_in: list[np.ndarray]) -> bool:
