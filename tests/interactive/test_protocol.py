@@ -124,7 +124,8 @@ def test_advise_serving_general_gives_evals_rollout(channel, tmp_path, capsys):
     for graph in (GRAPH, "control_flow-cg-n16-b1-jacobi-f32"):
         base = tmp_path / graph
         out = tmp_path / f"{graph}.json"
-        interactive = [*XLABENCH, "interactive", graph, "--channel-base", str(base), "--json", str(out)]
+        interactive = [*XLABENCH, "interactive", graph, "--policy", "general", "--channel-base", str(base),
+                       "--json", str(out)]  # fmt: skip
         assert main(["advise", "--policy", "general", "--channel-base", str(base), "--", *interactive]) == 0
         served = json.loads(out.read_text())
         assert main(["eval", "--policy", "general", "--graphs", graph, "--no-runtime",
@@ -133,6 +134,35 @@ def test_advise_serving_general_gives_evals_rollout(channel, tmp_path, capsys):
         assert (served["sequence"], served["R"], served["D"], served["calls"]) == (
             row["sequence"], row["R"], row["D"], row["calls"],
         )  # fmt: skip
+
+
+def test_xla_order_in_the_features_names_xlas_next_pass_and_counts_its_compile(channel, tmp_path):
+    host = Host(channel, GRAPH, "--observe-xla-order", "--json", str(tmp_path / "result.json"))
+    names = [spec["name"] for spec in host.header["features"]]
+    assert "xla_next" in names and "xla_progress" in names
+    followed = []
+    while (record := host.next_record()) is not None:
+        if "observation" in record:
+            features = record["features"]
+            assert features["xla_next"].sum() == 1.0  # one-hot over the actions, then "done"
+            nxt = int(np.argmax(features["xla_next"]))
+            if nxt == len(host.actions) or len(followed) == 12:
+                host.advise(-1)
+            else:
+                followed.append(host.actions[nxt])
+                host.advise(nxt)
+    code, _, err = host.finish()
+    assert code == 0, err
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert followed and result["sequence"] == followed
+    # XLA's order costs one compile of the default pipeline, counted as `rollout` counts it.
+    assert result["calls"] >= len(followed) + 2
+
+
+def test_interactive_with_a_policy_refuses_settings_it_was_not_made_with(channel, capsys):
+    assert main(["interactive", GRAPH, "--policy", "general", "--max-steps", "3",
+                 "--channel-base", str(channel)]) == 2  # fmt: skip
+    _one_line_error(capsys.readouterr().err, "general was made with another --max-steps")
 
 
 def _one_line_error(err: str, expected: str) -> None:

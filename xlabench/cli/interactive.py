@@ -7,8 +7,15 @@ from dataclasses import asdict
 from typing import Any
 
 from xlabench.cli.arguments import POSITIVE, seconds
+from xlabench.errors import UserInputError
 from xlabench.files import write_json
-from xlabench.interactive.serve import DEFAULT_ACTION_SET, DEFAULT_MAX_STEPS, DEFAULT_TIMEOUT, serve_episode
+from xlabench.interactive.serve import (
+    DEFAULT_ACTION_SET,
+    DEFAULT_MAX_STEPS,
+    DEFAULT_TIMEOUT,
+    policy_environment,
+    serve_episode,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -21,13 +28,17 @@ def register(subparsers: Any) -> None:
         "--channel-base", required=True, metavar="BASE", help="the host's FIFOs: BASE.in, BASE.out"
     )
     parser.add_argument(
-        "--actions", default=DEFAULT_ACTION_SET, help=f"action set (default {DEFAULT_ACTION_SET})"
+        "--policy",
+        metavar="NAME[@vX.Y]",
+        help="serve the environment this policy was made in (its actions, step cap, whether it observes "
+        "XLA's order), so `xlabench advise --policy` with it gives the rollout `xlabench eval` makes",
     )
+    parser.add_argument("--actions", help=f"action set (default {DEFAULT_ACTION_SET})")
+    parser.add_argument("--max-steps", type=POSITIVE, help=f"decisions at most (default {DEFAULT_MAX_STEPS})")
     parser.add_argument(
-        "--max-steps",
-        type=POSITIVE,
-        default=DEFAULT_MAX_STEPS,
-        help=f"decisions at most (default {DEFAULT_MAX_STEPS})",
+        "--observe-xla-order",
+        action="store_true",
+        help="add XLA's next pass and the share of its order done to the features (env/xla_order.py)",
     )
     parser.add_argument("--score", action="store_true", help="also send each decision's reward (float)")
     parser.add_argument(
@@ -42,8 +53,28 @@ def register(subparsers: Any) -> None:
 
 def run_interactive(args: argparse.Namespace) -> int:
     """Serve one episode to the host; print the result. Bad advice or a host gone: one line, exit 2."""
+    action_set, max_steps = args.actions or DEFAULT_ACTION_SET, args.max_steps or DEFAULT_MAX_STEPS
+    observe, mask_inapplicable = args.observe_xla_order, False
+    if args.policy:
+        environment = policy_environment(args.policy)
+        given = {"--actions": args.actions, "--max-steps": args.max_steps}
+        made = {"--actions": environment.action_set, "--max-steps": environment.max_steps}
+        differing = [flag for flag, value in given.items() if value is not None and value != made[flag]]
+        if observe and not environment.observe_xla_order:
+            differing.append("--observe-xla-order")
+        if differing:
+            raise UserInputError(f"{args.policy} was made with another {', '.join(differing)}: leave it out")
+        action_set, max_steps = environment.action_set, environment.max_steps
+        observe, mask_inapplicable = environment.observe_xla_order, environment.mask_inapplicable
     result = serve_episode(
-        args.graph, args.channel_base, args.actions, args.max_steps, args.score, args.timeout
+        args.graph,
+        args.channel_base,
+        action_set,
+        max_steps,
+        args.score,
+        args.timeout,
+        observe,
+        mask_inapplicable,
     )
     print(
         f"{result.name}: I {result.I}, D {result.D}, R {result.R}, vs_default {result.vs_default:.4f}, "

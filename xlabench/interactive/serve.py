@@ -61,6 +61,17 @@ def feature_specs(observation_space: Any, action_count: int) -> list[TensorSpec]
     return [*specs, TensorSpec("action_mask", (action_count,), "int64_t")]
 
 
+def policy_environment(reference: str) -> EnvironmentConfig:
+    """The environment a policy (NAME, NAME@vX.Y or a version directory) was made in, from its metadata."""
+    from xlabench.policies.artifact import read_metadata, resolve
+
+    path = resolve(reference)
+    try:
+        return EnvironmentConfig.from_json(read_metadata(path).get("environment") or {})
+    except UserInputError as error:  # made by a newer xlabench: name the policy
+        raise UserInputError(f"{path}: {error}") from None
+
+
 def serve_episode(
     graph_spec: str,
     channel_base: str,
@@ -68,6 +79,8 @@ def serve_episode(
     max_steps: int = DEFAULT_MAX_STEPS,
     score: bool = False,
     timeout: float = DEFAULT_TIMEOUT,
+    observe_xla_order: bool = False,
+    mask_inapplicable: bool = False,
 ) -> EpisodeResult:
     """Serve one episode on one graph to the host at `channel_base`; bad advice or a host gone raise
     UserInputError (one line)."""
@@ -83,9 +96,11 @@ def serve_episode(
         actions=actions,
         max_steps=max_steps,
         driver=driver,
+        mask_inapplicable=mask_inapplicable,
         count_every_step=False,
         rewards=score,
         mask_missing_actions=True,
+        observe_xla_order=observe_xla_order,
     )
     observation, info = env.reset(
         seed=0, options={"graph": graph.name}
@@ -152,7 +167,8 @@ def _episode(
             write_all(outbound, json_line({"outcome": decision}) + SCORE.encode([reward]) + b"\n", name)
         decision += 1
         done = terminated or truncated
-    # Counted as `rollout` counts (the episode's own count may have failed: R0 would then stand there).
+    # Counted as `rollout` counts (the episode's own count may have failed: R0 would then stand there),
+    # XLA's order included where the features carry it.
     op_count = env.driver.fair_op_count(env.module, env.sequence)
     return EpisodeResult(
         name=info["graph"],
@@ -161,5 +177,5 @@ def _episode(
         D=info["D"],
         R=int(op_count),
         vs_default=info["D"] / int(op_count),
-        calls=applications + 1,
+        calls=applications + 1 + int(env.observe_xla_order),
     )
