@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from stable_baselines3.common.vec_env import DummyVecEnv
 
@@ -33,11 +35,16 @@ def test_a_cloned_policy_replays_xlas_effective_order_and_count(small_graph, tmp
     for name, was, step in zip(demonstrated, before[:-1], steps, strict=True):
         assert name == NORMALIZER or step.module.fingerprint != was.fingerprint, name
     assert data.actions[-1] == len(actions)  # stop
-    # The value function's targets: the episode's return, (R0 - D) / R0, discounted back to each state.
+    # The value function's targets: the episode's return, discounted back to each state; measured
+    # against XLA's count (the training default) it is 0 at XLA's count, against R0 (R0 - D) / R0.
+    assert ENVIRONMENT.reward_baseline == "default" and data.returns[-1] == pytest.approx(0.0)
+    against_raw = demonstrations(
+        small_graph, replace(ENVIRONMENT, reward_baseline="unoptimized"), driver, workers=1
+    )
     unoptimized = driver.fair_op_count(module)
     default = driver.features(driver.run_default_pipeline(module)).op_count
-    assert data.returns[-1] == pytest.approx((unoptimized - default) / unoptimized)
-    assert data.returns[0] == pytest.approx(data.returns[-1] * GAMMA ** (len(data) - 1))
+    assert against_raw.returns[-1] == pytest.approx((unoptimized - default) / unoptimized)
+    assert against_raw.returns[0] == pytest.approx(against_raw.returns[-1] * GAMMA ** (len(data) - 1))
     assert data.masks[range(len(data)), data.actions].all()
 
     model = build_model("ppo", DummyVecEnv([make_environment(small_graph, "ppo", 0, 0)]), 0, None)

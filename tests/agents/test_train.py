@@ -61,7 +61,11 @@ def test_only_the_value_function_sees_the_cost_analysis(small_graph):
     assert not np.isclose(values[0].item(), values[1].item())
 
 
-@pytest.mark.parametrize("algorithm", ["ppo", "ppo-value", "a2c", "trpo"])
+# The smoke tier clones for PPO; the other algorithms share the code and run in the full tier.
+SLOW = pytest.mark.slow
+
+
+@pytest.mark.parametrize("algorithm", ["ppo", *(pytest.param(a, marks=SLOW) for a in ("ppo-value", "a2c", "trpo"))])
 def test_a_warm_start_alone_follows_xlas_order(small_graph, algorithm):
     run = train(
         algorithm=algorithm, graphs=small_graph, steps=0, seed=0, environments=1, progress=False,
@@ -96,6 +100,7 @@ def test_a_seeded_warm_start_repeats_with_rollouts_in_two_threads():
     assert runs[0].warm_start["dagger"] == runs[1].warm_start["dagger"]
 
 
+@pytest.mark.slow
 def test_the_kl_anchor_holds_ppo_near_its_warm_start(small_graph):
     # A large entropy bonus and learning rate pull the policy away from its clone; the anchor
     # (`clone_kl_coef`) pulls it back: after the same updates it is closer to the clone than without.

@@ -72,6 +72,7 @@ def test_a_stored_runtime_ratio_is_the_median_and_a_rollout_that_differs_is_not_
     assert c.error == "compiler crashed"
 
 
+@pytest.mark.slow
 def test_update_says_which_stored_graphs_fail_a_gate_today_and_strict_exits_1(tmp_path, monkeypatch, capsys):
     # The shipped policy stops short of XLA's default on this module (R 5 > D 4): stored, and said so.
     monkeypatch.setenv("XLABENCH_BASELINES_DIR", str(tmp_path))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from xlabench.cli import main
 
 
@@ -86,6 +88,7 @@ def _seeded_version(root, name, algorithm, policy, warm_start):
     return str(version)
 
 
+@pytest.mark.slow
 def test_versions_trained_over_seeds_are_compared_with_intervals(tmp_path):
     warm = [[1.0, 1.0, 0.99, 1.0]] * 3
     better = _seeded_version(tmp_path, "ppo", "ppo", [[1.02, 1.01, 1.0, 1.03], [1.01, 1.02, 1.0, 1.02],

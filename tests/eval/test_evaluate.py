@@ -67,6 +67,7 @@ def test_beam_search_reports_the_depth_it_reached(tmp_path, one_graph_directory)
     assert f"median {row['search_depth']}," in (report / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_guided_search_starts_from_the_policys_rollout_and_climbs_within_budget(tmp_path):
     # On this CG loop the shipped policy's rollout lands on XLA's count; an edit of it goes below.
     graph = "control_flow-cg-n16-b1-jacobi-f32"

@@ -99,6 +99,7 @@ def test_a_slowed_executable_fails_the_runtime_gate_under_xdist(pytester, baseli
     assert "op count vs" not in result.stdout.str()  # op counts are counted before the executable
 
 
+@pytest.mark.slow
 def test_an_edited_baseline_is_refused_in_one_line(pytester, baselines_root, tmp_path):
     edited = tmp_path / "baselines"
     shutil.copytree(baselines_root, edited)
@@ -173,6 +174,7 @@ def test_runtimes_are_saved_and_compared_by_pytest_benchmark_under_xdist(pyteste
     slowed.stdout.fnmatch_lines(["xlabench:*1 run(s) above the reference measured again, 1 still above it"])
 
 
+@pytest.mark.slow
 def test_the_semantics_check_runs_every_action_pass(pytester):
     from xlabench.plugin.semantics import action_passes
     from xlabench.xla import default_driver
@@ -188,6 +190,7 @@ def test_the_semantics_check_runs_every_action_pass(pytester):
     result.stdout.fnmatch_lines([applied])
 
 
+@pytest.mark.slow
 def test_a_gap_is_expected_only_when_a_reviewed_entry_lists_it_and_a_closed_gap_fails(
     pytester, baselines_root
 ):
@@ -214,6 +217,7 @@ def test_a_gap_is_expected_only_when_a_reviewed_entry_lists_it_and_a_closed_gap_
         gaps.unlink()
 
 
+@pytest.mark.slow
 def test_a_suite_graph_without_a_baseline_fails(pytester, baselines_root):
     other = "control_flow-cg-n16-b4-jacobi-bf16"
     pytester.makepyfile(test_suite=SUITE)
@@ -264,6 +268,7 @@ def test_a_compiler_not_added_stops_the_session_in_one_line(pytester):
     result.stderr.fnmatch_lines(["*xlabench: jaxlib 0.9.1 is not added: run `xlabench compilers add 0.9.1`*"])
 
 
+@pytest.mark.slow
 def test_a_user_graph_without_baselines_is_judged_on_the_other_gates_and_said_so(pytester, tmp_path):
     from xlabench.graphs import resolve_graphs
 
@@ -299,6 +304,7 @@ def test_the_smoke_tier_takes_one_gate_per_family_and_policy_on_its_smallest_gra
     )
 
 
+@pytest.mark.slow
 def test_the_runtime_gate_can_be_turned_off_and_the_summary_says_so(pytester, baselines_root):
     result = run_suite(pytester, baselines_root, "--xlabench-no-runtime")
     result.assert_outcomes(passed=1)
@@ -311,6 +317,7 @@ def test_the_runtime_gate_can_be_turned_off_and_the_summary_says_so(pytester, ba
     assert "benchmark 'xlabench: policy executables'" not in result.stdout.str()
 
 
+@pytest.mark.slow
 def test_baselines_and_known_gaps_come_from_the_rootdir_wherever_pytest_starts(tmp_path, baselines_root):
     # A project (rootdir: its pytest.ini) with its own baselines and a reviewed gap, tested from tests/.
     project = tmp_path / "project"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import collections
 import json
 
+import pytest
+
 from tests.graphs.conftest import smallest_graphs
 from xlabench.cli import main
 from xlabench.graphs import resolve_graphs
@@ -67,6 +69,7 @@ def test_the_property_draws_bf16_and_training_graphs_and_counts_only_what_xla_ap
 SUITE = "from xlabench.plugin.suite import test_known_miscompile  # noqa: F401\n"
 
 
+@pytest.mark.slow
 def test_a_stored_miscompile_is_pinned_to_its_jaxlib(pytester, tmp_path):
     graph = smallest_graphs("mlp_mixer")[0]
     check = SemanticsCheck(default_driver())

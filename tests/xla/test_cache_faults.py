@@ -42,7 +42,7 @@ def fresh_figures(tmp_path_factory) -> dict:
     return figures
 
 
-@pytest.mark.parametrize("how", ["truncated", "garbage"])
+@pytest.mark.parametrize("how", [pytest.param("truncated", marks=pytest.mark.slow), "garbage"])
 def test_a_damaged_transition_cache_is_set_aside_and_the_numbers_stay(tmp_path, fresh_figures, how):
     assert _stats(tmp_path)[2] == 0  # fills the cache
     database = tmp_path / f"transitions-{CACHE_SCHEMA}.sqlite"

@@ -247,6 +247,7 @@ def test_a_pass_that_aborts_xla_becomes_a_crash_record_with_a_replayable_reprodu
     assert driver.pool.crashes == 1
 
 
+@pytest.mark.slow
 def test_a_worker_killed_from_outside_is_not_cached(tmp_path):
     from xlabench.graphs import resolve_graphs
 

@@ -90,7 +90,7 @@ def test_a_payload_missing_from_the_store_is_one_line_naming_the_file(tmp_path, 
     assert error.count("\n") == 1
 
 
-@pytest.mark.parametrize("damage", ["truncated", "garbage"])
+@pytest.mark.parametrize("damage", [pytest.param("truncated", marks=pytest.mark.slow), "garbage"])
 def test_a_damaged_payload_is_said_once_then_stored_whole_again(tmp_path, monkeypatch, damage):
     # A payload store of its own (the drivers' workers start with it): damaging it touches no other test.
     from pathlib import Path

@@ -104,7 +104,7 @@ def demonstrations(
     """
     from tqdm import tqdm
 
-    selected = _select(graphs, per_family)
+    selected = warm_start_graphs(graphs, per_family)
     orders: dict[str, list[str]] = {}
     counts: dict[str, tuple[int, int]] = {}
 
@@ -181,7 +181,7 @@ def aggregate(
     Cloning sees only states on XLA's own path; one wrong step puts the policy where it has never
     been shown what to do. This shows it, and returns how often it already agreed with the expert.
     """
-    selected = [graph for graph in _select(graphs, per_family) if graph.name in data.orders]
+    selected = [graph for graph in warm_start_graphs(graphs, per_family) if graph.name in data.orders]
 
     # stable-baselines3 keeps the last distribution on the policy object: two rollout threads acting at
     # once could read each other's logits, and the policy's choices -- so the weights DAgger ends
@@ -208,7 +208,8 @@ def aggregate(
     return data.extend(added), {"visited": len(added), "agreement": agreed[0] / max(1, agreed[1])}
 
 
-def _select(graphs: str, per_family: int | None) -> list[Any]:
+def warm_start_graphs(graphs: str, per_family: int | None) -> list[Any]:
+    """The graphs of a SPEC the warm start learns from: all, or each family's `per_family` smallest."""
 
     selected = sorted(resolve_graphs(graphs), key=lambda graph: (graph.family, graph.instruction_count))
     if per_family is not None:

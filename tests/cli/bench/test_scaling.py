@@ -10,6 +10,7 @@ from xlabench.cli import main
 from xlabench.xla import HloModule
 
 
+@pytest.mark.slow
 def test_bench_scaling_builds_each_size_and_times_steps_and_compiles(capsys, tmp_path):
     code = main(["bench", "scaling", "--sizes", "300,900", "--actions", "simplification",
                  "--keep", str(tmp_path), "--json"])  # fmt: skip
