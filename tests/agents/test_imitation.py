@@ -5,11 +5,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+import torch
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from xlabench.agents.config import ACTIVATION, GAMMA, NET_ARCH
-from xlabench.agents.imitation import aggregate, behaviour_cloning, demonstrations
+from xlabench.agents.imitation import aggregate, behaviour_cloning, demonstrations, followed_order
 from xlabench.agents.train import ENVIRONMENT, build_model, make_environment
+from xlabench.env import PassOrderingEnv
 from xlabench.graphs import resolve_graphs
 from xlabench.policies.artifact import Artifact
 from xlabench.policies.policy import Policy, rollout
@@ -26,14 +28,18 @@ def test_a_cloned_policy_replays_xlas_effective_order_and_count(small_graph, tmp
     module = driver.load(graph.hlo_text(), graph.name)
     actions = driver.catalogue.action_passes(ENVIRONMENT.action_set)
     demonstrated = [actions[a] for a in data.actions[:-1]]
-    # XLA's order of changes, in order (the normalizer may come first where it changed nothing),
-    # minus what changes nothing between xlabench's passes: every other demonstrated pass changes it.
+    # Observing XLA's order, the expert takes XLA's next pass at every state (`xla_next`) until the
+    # order is done: the passes of XLA's changes, in order, as the environment's actions.
+    env = PassOrderingEnv(graphs=[graph], driver=driver, **ENVIRONMENT.to_json())
+    observation, _ = env.reset(seed=0, options={"graph": graph.name})
+    assert demonstrated == followed_order(env, observation)
     xla_order = iter(name for _, name in driver.default_pipeline_changes(module))
     assert all(base_pass(name) in xla_order for name in demonstrated if name != NORMALIZER)
-    steps = driver.apply_passes(module, demonstrated)
-    before = [module, *(step.module for step in steps)]
-    for name, was, step in zip(demonstrated, before[:-1], steps, strict=True):
-        assert name == NORMALIZER or step.module.fingerprint != was.fingerprint, name
+    # ... and lands on XLA's count.
+    assert (
+        driver.fair_op_count(env.module, demonstrated)
+        == driver.features(driver.run_default_pipeline(module)).op_count
+    )
     assert data.actions[-1] == len(actions)  # stop
     # The value function's targets: the episode's return, discounted back to each state; measured
     # against XLA's count (the training default) it is 0 at XLA's count, against R0 (R0 - D) / R0.
@@ -65,7 +71,12 @@ def test_dagger_labels_the_states_a_policy_visits(small_graph):
     driver = default_driver()
     data = demonstrations(small_graph, ENVIRONMENT, driver, workers=1)
     model = build_model("ppo", DummyVecEnv([make_environment(small_graph, "ppo", 0, 0)]), 0, None)
-    # An untrained policy strays from XLA's order; every state it visits gets the expert's label.
+    # Untrained, the policy takes XLA's next pass (the direct path from `xla_next`, weight 1).
+    _, figures = aggregate(model.policy, data, small_graph, ENVIRONMENT, driver, workers=1)
+    assert figures["agreement"] == 1.0
+    # Without that path it strays from XLA's order; every state it visits gets the expert's label.
+    with torch.no_grad():
+        model.policy.follow_weight.zero_()
     grown, figures = aggregate(model.policy, data, small_graph, ENVIRONMENT, driver, workers=1)
     assert len(grown) == len(data) + figures["visited"] and figures["agreement"] < 1.0
     behaviour_cloning(model.policy, grown, epochs=300, learning_rate=3e-3, batch_size=8, seed=0)

@@ -108,10 +108,15 @@ def demonstrations(
     orders: dict[str, list[str]] = {}
     counts: dict[str, tuple[int, int]] = {}
 
+    # Observing XLA's order, the expert follows `xla_next` in the environment: the demonstration then
+    # departs from what the policy sees only where `improve_order` found better, not in the forms
+    # (single runs) or tries the unobserved expert adds.
+    follows = environment.observe_xla_order
+
     def expert(graph_name: str) -> None:
         env = _environment(selected, environment, driver)
-        env.reset(seed=0, options={"graph": graph_name})
-        order = expert_order(driver, env)
+        observation, _ = env.reset(seed=0, options={"graph": graph_name})
+        order = followed_order(env, observation) if follows else expert_order(driver, env)
         if improve_budget > 0:
             start = env.graph_start(graph_name).module
             xla_count = driver.fair_op_count(env.module, order)
@@ -132,7 +137,7 @@ def demonstrations(
             tqdm(executor.map(expert, names), desc="warm start: XLA's orders", total=len(names), unit="graph")
         )
     tries: list[str] = []
-    if try_share is not None:
+    if try_share is not None and not follows:
         tries = passes_worth_trying(orders, try_share)
         env = _environment(selected, environment, driver)
 
@@ -151,7 +156,8 @@ def demonstrations(
                     orders[graph_name] = tried
             except CompilerError:  # a tried pass XLA rejects here: keep the order as it was
                 pass
-    orders = with_single_runs(orders, _environment(selected, environment, driver))
+    if not follows:
+        orders = with_single_runs(orders, _environment(selected, environment, driver))
 
     def play(graph_name: str) -> tuple[list[Step], float]:
         # A fresh environment: one that played the order has learnt which passes change nothing where.
@@ -163,6 +169,18 @@ def demonstrations(
     data.counts = counts
     data.tries = tries
     return data
+
+
+def followed_order(env: PassOrderingEnv, observation: dict[str, np.ndarray]) -> list[str]:
+    """The passes an episode plays taking `xla_next` until XLA's order is done (or the step cap)."""
+    done = False
+    while not done:
+        action = int(np.argmax(observation["xla_next"]))
+        if action == env.stop_action:
+            break
+        observation, _, terminated, truncated, _ = env.step(action)
+        done = terminated or truncated
+    return list(env.sequence)[: env.max_steps - 1]  # room for the stop
 
 
 def aggregate(

@@ -178,14 +178,15 @@ def build_model(
 
     from xlabench.agents.anchored import AnchoredMaskablePPO
     from xlabench.agents.masking import MaskedDQN
-    from xlabench.policies.networks import policy_class, policy_kwargs, use_torch_threads
+    from xlabench.policies.networks import XLA_NEXT_KEY, policy_class, policy_kwargs, use_torch_threads
 
     use_torch_threads()
     config = hyperparameters or hyperparameters_of(algorithm)
     common = {"gamma": GAMMA, "seed": seed, "tensorboard_log": logdir, "verbose": 0, "device": "cpu"}
     model_class = {"a2c": A2C, "dqn": MaskedDQN, "trpo": TRPO}.get(algorithm, AnchoredMaskablePPO)
+    follows = XLA_NEXT_KEY in getattr(env.observation_space, "spaces", {})
     return model_class(
-        policy_class(algorithm),
+        policy_class(algorithm, follows_xla_order=follows),
         env,
         policy_kwargs=policy_kwargs(list(NET_ARCH), ACTIVATION),
         **config.model_arguments(),

@@ -67,6 +67,50 @@ class ValueFeaturesPolicy(MaskableMultiInputActorCriticPolicy):
         self.vf_features_extractor = ObservationExtractor(self.observation_space, hidden_keys=())
 
 
+# The observation of XLA's next pass (`env/xla_order.py`): one-hot over the actions and "done", indexed
+# as the action space is (its last entry, stop).
+XLA_NEXT_KEY = "xla_next"
+
+
+class FollowsXlaOrderPolicy(MaskableMultiInputActorCriticPolicy):
+    """MaskablePPO's actor-critic whose action logits also get `follow_weight` x `xla_next`.
+
+    Taking XLA's next pass is then one learned number for every pass and graph, not a map from each
+    pass's one-hot through the MLP that holds only for the feature combinations of the training
+    graphs; the MLP learns the departures from XLA's order.
+    """
+
+    _xla_next: torch.Tensor | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.follow_weight = torch.nn.Parameter(torch.ones(()))
+        # The optimizer was built over the parameters before this one.
+        self.optimizer = self.optimizer_class(
+            self.parameters(), lr=self.optimizer.param_groups[0]["lr"], **self.optimizer_kwargs
+        )
+
+    # stable-baselines3 builds the action distribution from the latent features alone: each entry
+    # point keeps its observations' `xla_next` first.
+    def forward(self, obs: Any, deterministic: bool = False, action_masks: Any = None) -> Any:
+        self._xla_next = obs[XLA_NEXT_KEY]
+        return super().forward(obs, deterministic, action_masks)
+
+    def evaluate_actions(self, obs: Any, actions: torch.Tensor, action_masks: Any = None) -> Any:
+        self._xla_next = obs[XLA_NEXT_KEY]
+        return super().evaluate_actions(obs, actions, action_masks)
+
+    def get_distribution(self, obs: Any, action_masks: Any = None) -> Any:
+        self._xla_next = obs[XLA_NEXT_KEY]
+        return super().get_distribution(obs, action_masks)
+
+    def _get_action_dist_from_latent(self, latent_pi: torch.Tensor) -> Any:
+        logits = self.action_net(latent_pi)
+        if self._xla_next is not None:
+            logits = logits + self.follow_weight * self._xla_next.reshape(logits.shape)
+        return self.action_dist.proba_distribution(action_logits=logits)
+
+
 def _allowed(observations: Any) -> torch.Tensor | None:
     """The boolean mask carried by a batch of observations, or None (a plain observation)."""
     mask = observations.get(MASK_KEY) if isinstance(observations, dict) else None
@@ -117,10 +161,13 @@ class MaskedQPolicy(MultiInputPolicy):
         return MaskedQNetwork(**net_args).to(self.device)
 
 
-def policy_class(algorithm: str) -> type:
-    """The network class `algorithm` trains (and a stored policy of it is rebuilt with)."""
+def policy_class(algorithm: str, follows_xla_order: bool = False) -> type:
+    """The network class `algorithm` trains (and a stored policy of it is rebuilt with); PPO that
+    observes XLA's order gets the direct path from `xla_next` to its logits."""
     if algorithm == "ppo-value":
         return ValueFeaturesPolicy
+    if algorithm in ("ppo", "ppo-shaping") and follows_xla_order:
+        return FollowsXlaOrderPolicy
     if algorithm in MASKABLE:
         return MaskableMultiInputActorCriticPolicy
     return MaskedQPolicy if algorithm == "dqn" else MaskedActorCriticPolicy

@@ -57,7 +57,9 @@ class Policy:
         self.observe_xla_order = environment.observe_xla_order
         self.algorithm = str(metadata["algorithm"])
         hyperparameters = metadata["hyperparameters"]
-        self.network = policy_class(self.algorithm)(
+        # Made with the direct path from XLA's next pass to the logits (`FollowsXlaOrderPolicy`)?
+        follows = "follow_weight" in artifact.tensors
+        self.network = policy_class(self.algorithm, follows_xla_order=follows)(
             observation_space(len(self.actions), self.observe_xla_order),
             spaces.Discrete(len(self.actions) + 1),
             lambda _: 0.0,
