@@ -103,7 +103,9 @@ class TRPOConfig(AlgorithmConfig):
 
 
 HYPERPARAMETERS: dict[str, AlgorithmConfig] = {
-    "ppo": PPOConfig(),
+    # The shipped policy's: an entropy bonus to explore, held near its warm start by the KL anchor
+    # (trial D, chosen on val: docs/measurements.md 2026-11-27).
+    "ppo": PPOConfig(ent_coef=0.01, clone_kl_coef=0.1),
     "ppo-shaping": ShapingPPOConfig(),
     "ppo-value": PPOConfig(),
     "a2c": A2CConfig(),

@@ -70,6 +70,9 @@ class ValueFeaturesPolicy(MaskableMultiInputActorCriticPolicy):
 # The observation of XLA's next pass (`env/xla_order.py`): one-hot over the actions and "done", indexed
 # as the action space is (its last entry, stop).
 XLA_NEXT_KEY = "xla_next"
+# The direct path's weight before cloning: the MLP's logits start near 0 (sb3's output gain 0.01), so an
+# untrained policy follows XLA; large, so the MLP departs only where it is fitted to.
+FOLLOW_WEIGHT_INIT = 5.0
 
 
 class FollowsXlaOrderPolicy(MaskableMultiInputActorCriticPolicy):
@@ -84,7 +87,7 @@ class FollowsXlaOrderPolicy(MaskableMultiInputActorCriticPolicy):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.follow_weight = torch.nn.Parameter(torch.ones(()))
+        self.follow_weight = torch.nn.Parameter(torch.tensor(FOLLOW_WEIGHT_INIT))
         # The optimizer was built over the parameters before this one.
         self.optimizer = self.optimizer_class(
             self.parameters(), lr=self.optimizer.param_groups[0]["lr"], **self.optimizer_kwargs
