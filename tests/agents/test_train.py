@@ -62,10 +62,10 @@ def test_only_the_value_function_sees_the_cost_analysis(small_graph):
 
 
 # The smoke tier clones for PPO; the other algorithms share the code and run in the full tier.
-SLOW = pytest.mark.slow
+OTHERS = [pytest.param(algorithm, marks=pytest.mark.slow) for algorithm in ("ppo-value", "a2c", "trpo")]
 
 
-@pytest.mark.parametrize("algorithm", ["ppo", *(pytest.param(a, marks=SLOW) for a in ("ppo-value", "a2c", "trpo"))])
+@pytest.mark.parametrize("algorithm", ["ppo", *OTHERS])
 def test_a_warm_start_alone_follows_xlas_order(small_graph, algorithm):
     run = train(
         algorithm=algorithm, graphs=small_graph, steps=0, seed=0, environments=1, progress=False,
