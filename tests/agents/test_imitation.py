@@ -50,7 +50,7 @@ def test_a_cloned_policy_replays_xlas_effective_order_and_count(small_graph, tmp
     unoptimized = driver.fair_op_count(module)
     default = driver.features(driver.run_default_pipeline(module)).op_count
     assert against_raw.returns[-1] == pytest.approx((unoptimized - default) / unoptimized)
-    assert against_raw.returns[0] == pytest.approx(against_raw.returns[-1] * GAMMA ** (len(data) - 1))
+    assert against_raw.returns[0] == pytest.approx(against_raw.returns[-1] * GAMMA ** (len(against_raw) - 1))
     assert data.masks[range(len(data)), data.actions].all()
 
     model = build_model("ppo", DummyVecEnv([make_environment(small_graph, "ppo", 0, 0)]), 0, None)
@@ -71,7 +71,7 @@ def test_dagger_labels_the_states_a_policy_visits(small_graph):
     driver = default_driver()
     data = demonstrations(small_graph, ENVIRONMENT, driver, workers=1)
     model = build_model("ppo", DummyVecEnv([make_environment(small_graph, "ppo", 0, 0)]), 0, None)
-    # Untrained, the policy takes XLA's next pass (the direct path from `xla_next`, weight 1).
+    # Untrained, the policy takes XLA's next pass (the direct path from `xla_next`, at its starting weight).
     _, figures = aggregate(model.policy, data, small_graph, ENVIRONMENT, driver, workers=1)
     assert figures["agreement"] == 1.0
     # Without that path it strays from XLA's order; every state it visits gets the expert's label.

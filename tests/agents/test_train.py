@@ -11,6 +11,7 @@ import torch
 from xlabench.agents.config import hyperparameters_of
 from xlabench.agents.train import ENVIRONMENT, WARM_START, Validation, train
 from xlabench.env import PassOrderingEnv
+from xlabench.graphs import resolve_graphs
 from xlabench.policies.networks import ValueFeaturesPolicy, policy_kwargs
 from xlabench.xla import default_driver
 
@@ -144,3 +145,12 @@ def test_the_kl_anchor_holds_ppo_near_its_warm_start(small_graph):
     # The pull moved the unanchored policy (by ~2.9 nats on this path); the anchor kept the other near.
     assert len(states) > 1 and divergences[0] > 0.05
     assert divergences[1] < divergences[0] / 2
+
+
+def test_ppo_after_a_warm_start_trains_on_a_users_graph_files(tmp_path):
+    # PPO runs on the warm start's graphs, handed over as graphs: files outside the suite resolve by path.
+    graph = resolve_graphs("recurrent-gru-infer-l1-h128-s16-b8-f32")[0]
+    (tmp_path / "mine.hlo").write_text(graph.hlo_text())
+    warm_start = replace(WARM_START, improve_budget=0, epochs=5, dagger_rounds=1)
+    run = train(graphs=str(tmp_path), steps=64, environments=2, progress=False, warm_start=warm_start)
+    assert run.steps >= 64 and run.episodes > 0

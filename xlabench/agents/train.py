@@ -22,7 +22,7 @@ import json
 import signal
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from typing import Any
@@ -45,6 +45,7 @@ from xlabench.cluster import connect
 from xlabench.env import PassOrderingEnv
 from xlabench.env.config import EnvironmentConfig
 from xlabench.env.observation import observation_space
+from xlabench.graphs import Graph
 from xlabench.policies.artifact import observation_spec
 from xlabench.xla import PassDriver, default_driver
 from xlabench.xla.pool import CompilerPool
@@ -126,7 +127,7 @@ def package_versions() -> dict[str, str]:
 
 
 def make_environment(
-    graphs: str,
+    graphs: str | Sequence[Graph],
     algorithm: str,
     seed: int,
     rank: int,
@@ -333,9 +334,10 @@ def train(
     own_process = environments > 1 and ray_address is None
     # PPO fine-tunes on the warm start's graphs: their transitions near the cloned policy are in the
     # cache, so a step costs milliseconds, not a compile (~0.4 s on the larger training graphs).
-    trained_on = graphs
+    trained_on: str | list[Graph] = graphs
     if warm_start is not None and warm_start.per_family is not None:
-        trained_on = ",".join(graph.name for graph in warm_start_graphs(graphs, warm_start.per_family))
+        # The graphs themselves, not their names: a user's directory resolves by path, not by name.
+        trained_on = warm_start_graphs(graphs, warm_start.per_family)
     factories = [
         make_environment(
             trained_on,
