@@ -55,8 +55,10 @@ def run_interactive(args: argparse.Namespace) -> int:
     """Serve one episode to the host; print the result. Bad advice or a host gone: one line, exit 2."""
     action_set, max_steps = args.actions or DEFAULT_ACTION_SET, args.max_steps or DEFAULT_MAX_STEPS
     observe, mask_inapplicable = args.observe_xla_order, False
+    actions, reward_baseline = None, "unoptimized"
     if args.policy:
-        environment = policy_environment(args.policy)
+        environment, actions = policy_environment(args.policy)
+        reward_baseline = environment.reward_baseline
         given = {"--actions": args.actions, "--max-steps": args.max_steps}
         made = {"--actions": environment.action_set, "--max-steps": environment.max_steps}
         differing = [flag for flag, value in given.items() if value is not None and value != made[flag]]
@@ -75,6 +77,8 @@ def run_interactive(args: argparse.Namespace) -> int:
         args.timeout,
         observe,
         mask_inapplicable,
+        actions,
+        reward_baseline,
     )
     print(
         f"{result.name}: I {result.I}, D {result.D}, R {result.R}, vs_default {result.vs_default:.4f}, "

@@ -61,13 +61,18 @@ def feature_specs(observation_space: Any, action_count: int) -> list[TensorSpec]
     return [*specs, TensorSpec("action_mask", (action_count,), "int64_t")]
 
 
-def policy_environment(reference: str) -> EnvironmentConfig:
-    """The environment a policy (NAME, NAME@vX.Y or a version directory) was made in, from its metadata."""
+def policy_environment(reference: str) -> tuple[EnvironmentConfig, list[str]]:
+    """The environment a policy (NAME, NAME@vX.Y or a version directory) was made in, and its actions,
+    from its metadata."""
     from xlabench.policies.artifact import read_metadata, resolve
 
     path = resolve(reference)
+    metadata = read_metadata(path)
+    environment, actions = metadata.get("environment") or {}, metadata.get("actions")
+    if not isinstance(environment, dict) or not isinstance(actions, list):
+        raise UserInputError(f"{path}: metadata without a readable environment or action list")
     try:
-        return EnvironmentConfig.from_json(read_metadata(path).get("environment") or {})
+        return EnvironmentConfig.from_json(environment), [str(name) for name in actions]
     except UserInputError as error:  # made by a newer xlabench: name the policy
         raise UserInputError(f"{path}: {error}") from None
 
@@ -81,16 +86,18 @@ def serve_episode(
     timeout: float = DEFAULT_TIMEOUT,
     observe_xla_order: bool = False,
     mask_inapplicable: bool = False,
+    actions: list[str] | None = None,
+    reward_baseline: str = "unoptimized",
 ) -> EpisodeResult:
-    """Serve one episode on one graph to the host at `channel_base`; bad advice or a host gone raise
-    UserInputError (one line)."""
+    """Serve one episode on one graph to the host at `channel_base` (with `actions`, a policy's own
+    list: those this compiler lacks are masked); bad advice or a host gone raise UserInputError."""
 
     graphs = resolve_graphs(graph_spec)
     if len(graphs) != 1:
         raise UserInputError(f"{graph_spec}: names {len(graphs)} graphs; interactive takes one")
     graph = graphs[0]
     driver = default_driver()
-    actions = driver.catalogue.action_passes(action_set)
+    actions = list(actions) if actions is not None else driver.catalogue.action_passes(action_set)
     env = PassOrderingEnv(
         graphs=[graph],
         actions=actions,
@@ -99,6 +106,7 @@ def serve_episode(
         mask_inapplicable=mask_inapplicable,
         count_every_step=False,
         rewards=score,
+        reward_baseline=reward_baseline,
         mask_missing_actions=True,
         observe_xla_order=observe_xla_order,
     )
