@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from xlabench.cli.arguments import POSITIVE, seconds
@@ -11,6 +11,7 @@ from xlabench.errors import UserInputError
 from xlabench.files import write_json
 from xlabench.interactive.serve import (
     DEFAULT_ACTION_SET,
+    DEFAULT_ENVIRONMENT,
     DEFAULT_MAX_STEPS,
     DEFAULT_TIMEOUT,
     policy_environment,
@@ -53,33 +54,23 @@ def register(subparsers: Any) -> None:
 
 def run_interactive(args: argparse.Namespace) -> int:
     """Serve one episode to the host; print the result. Bad advice or a host gone: one line, exit 2."""
-    action_set, max_steps = args.actions or DEFAULT_ACTION_SET, args.max_steps or DEFAULT_MAX_STEPS
-    observe, mask_inapplicable = args.observe_xla_order, False
-    actions, reward_baseline = None, "unoptimized"
+    environment = replace(
+        DEFAULT_ENVIRONMENT,
+        action_set=args.actions or DEFAULT_ACTION_SET,
+        max_steps=args.max_steps or DEFAULT_MAX_STEPS,
+        observe_xla_order=args.observe_xla_order,
+    )
+    actions = None
     if args.policy:
         environment, actions = policy_environment(args.policy)
-        reward_baseline = environment.reward_baseline
         given = {"--actions": args.actions, "--max-steps": args.max_steps}
         made = {"--actions": environment.action_set, "--max-steps": environment.max_steps}
         differing = [flag for flag, value in given.items() if value is not None and value != made[flag]]
-        if observe and not environment.observe_xla_order:
+        if args.observe_xla_order and not environment.observe_xla_order:
             differing.append("--observe-xla-order")
         if differing:
             raise UserInputError(f"{args.policy} was made with another {', '.join(differing)}: leave it out")
-        action_set, max_steps = environment.action_set, environment.max_steps
-        observe, mask_inapplicable = environment.observe_xla_order, environment.mask_inapplicable
-    result = serve_episode(
-        args.graph,
-        args.channel_base,
-        action_set,
-        max_steps,
-        args.score,
-        args.timeout,
-        observe,
-        mask_inapplicable,
-        actions,
-        reward_baseline,
-    )
+    result = serve_episode(args.graph, args.channel_base, environment, actions, args.score, args.timeout)
     print(
         f"{result.name}: I {result.I}, D {result.D}, R {result.R}, vs_default {result.vs_default:.4f}, "
         f"{result.calls} compiler calls; sequence: {' '.join(result.sequence) or '(none)'}"

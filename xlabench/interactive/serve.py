@@ -34,8 +34,9 @@ from xlabench.xla import default_driver
 DEFAULT_TIMEOUT = 300.0
 # The environment of the shipped policies: served with these settings, a policy's advice gives the
 # rollout `xlabench eval` makes.
-DEFAULT_ACTION_SET = EnvironmentConfig().action_set
-DEFAULT_MAX_STEPS = EnvironmentConfig().max_steps
+DEFAULT_ENVIRONMENT = EnvironmentConfig()
+DEFAULT_ACTION_SET = DEFAULT_ENVIRONMENT.action_set
+DEFAULT_MAX_STEPS = DEFAULT_ENVIRONMENT.max_steps
 ADVICE = TensorSpec("advice", (1,), "int64_t")
 SCORE = TensorSpec("reward", (1,), "float")
 
@@ -80,36 +81,30 @@ def policy_environment(reference: str) -> tuple[EnvironmentConfig, list[str]]:
 def serve_episode(
     graph_spec: str,
     channel_base: str,
-    action_set: str = DEFAULT_ACTION_SET,
-    max_steps: int = DEFAULT_MAX_STEPS,
+    environment: EnvironmentConfig = DEFAULT_ENVIRONMENT,
+    actions: list[str] | None = None,
     score: bool = False,
     timeout: float = DEFAULT_TIMEOUT,
-    observe_xla_order: bool = False,
-    mask_inapplicable: bool = False,
-    actions: list[str] | None = None,
-    reward_baseline: str = "unoptimized",
 ) -> EpisodeResult:
-    """Serve one episode on one graph to the host at `channel_base` (with `actions`, a policy's own
-    list: those this compiler lacks are masked); bad advice or a host gone raise UserInputError."""
+    """Serve one episode on one graph to the host at `channel_base`, in `environment` (with `actions`,
+    a policy's own list: those this compiler lacks are masked); bad advice or a host gone raise
+    UserInputError (one line)."""
 
     graphs = resolve_graphs(graph_spec)
     if len(graphs) != 1:
         raise UserInputError(f"{graph_spec}: names {len(graphs)} graphs; interactive takes one")
     graph = graphs[0]
-    driver = default_driver()
-    actions = list(actions) if actions is not None else driver.catalogue.action_passes(action_set)
+    # Counted once at the end, as `rollout` counts; `score` asks for each decision's reward.
+    settings = {**environment.to_json(), "count_every_step": False}
     env = PassOrderingEnv(
         graphs=[graph],
         actions=actions,
-        max_steps=max_steps,
-        driver=driver,
-        mask_inapplicable=mask_inapplicable,
-        count_every_step=False,
+        driver=default_driver(),
         rewards=score,
-        reward_baseline=reward_baseline,
         mask_missing_actions=True,
-        observe_xla_order=observe_xla_order,
+        **settings,
     )
+    actions = env.actions
     observation, info = env.reset(
         seed=0, options={"graph": graph.name}
     )  # I, D (and R0) before the host waits
