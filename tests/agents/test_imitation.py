@@ -9,7 +9,14 @@ import torch
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from xlabench.agents.config import ACTIVATION, GAMMA, NET_ARCH
-from xlabench.agents.imitation import aggregate, behaviour_cloning, demonstrations, followed_order
+from xlabench.agents.expert import expert_action
+from xlabench.agents.imitation import (
+    aggregate,
+    behaviour_cloning,
+    demonstrations,
+    followed_label,
+    followed_order,
+)
 from xlabench.agents.train import ENVIRONMENT, build_model, make_environment
 from xlabench.env import PassOrderingEnv
 from xlabench.graphs import resolve_graphs
@@ -82,3 +89,24 @@ def test_dagger_labels_the_states_a_policy_visits(small_graph):
     behaviour_cloning(model.policy, grown, epochs=300, learning_rate=3e-3, batch_size=8, seed=0)
     _, figures = aggregate(model.policy, data, small_graph, ENVIRONMENT, driver, workers=1)
     assert figures["agreement"] == 1.0
+
+
+def test_off_xlas_path_dagger_labels_what_the_policy_is_shown(small_graph):
+    # Following `xla_next`, the policy learns what the observation shows; a label that sends it back
+    # to a pass XLA's order no longer shows would teach it to ignore what it sees.
+    env = PassOrderingEnv(graphs=small_graph, driver=default_driver(), **ENVIRONMENT.to_json())
+    order = followed_order(env, env.reset(seed=0)[0])
+    # A fresh environment: the one that played the order has learnt which passes change nothing where.
+    env = PassOrderingEnv(graphs=small_graph, driver=default_driver(), **ENVIRONMENT.to_json())
+    observation, _ = env.reset(seed=0)
+    mask = env.action_masks()
+    assert followed_label(order, [], observation, mask, env.actions) == env.actions.index(order[0])
+    # On this GRU step, algsimp's single run where XLA's order runs it to a fixed point: by name the
+    # fixed point is still to do; XLA's order from there shows its next pass.
+    at = order.index("algsimp:fixed-point")
+    for name in [*order[:at], "algsimp"]:
+        observation, *_ = env.step(env.actions.index(name))
+    mask = env.action_masks()
+    shown = int(observation["xla_next"].argmax())
+    assert expert_action(order, env.sequence, mask, env.actions) != shown
+    assert followed_label(order, env.sequence, observation, mask, env.actions) == shown

@@ -79,6 +79,7 @@ class SeedCheckpoint:
             "episodes": run.episodes,
             "seconds": run.seconds,
             "graphs": run.graphs,
+            "ppo_graphs": run.ppo_graphs,
             "environments": run.environments,
             "warm_start": run.warm_start,
             "curve": run.curve,
@@ -130,6 +131,7 @@ class SeedCheckpoint:
                 curve=[(step, value) for step, value in record["curve"]],
                 validation_curve=[(step, value) for step, value in record["validation_curve"]],
                 weights=tensors["policy"],
+                ppo_graphs=list(record.get("ppo_graphs", [])),
             )
         except (KeyError, TypeError, ValueError, AttributeError, SafetensorError) as error:
             raise UserInputError(f"checkpoint {path}: not a complete seed record ({error!r})") from None

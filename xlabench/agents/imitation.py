@@ -80,6 +80,13 @@ class Demonstrations:
 
 Step = tuple[dict[str, np.ndarray], np.ndarray, int]
 
+# How the demonstrations and DAgger's labels are made, by whether XLA's order is observed: a resumed
+# run (`xlabench.agents.checkpoint`) trained by another scheme is not the same run. Change on change.
+EXPERT = {
+    True: "followed xla_next; DAgger off the path: xla_next",
+    False: "effective order, tries, single runs",
+}
+
 
 def demonstrations(
     graphs: str,
@@ -194,7 +201,8 @@ def aggregate(
     per_family: int | None = None,
     gamma: float = 0.99,
 ) -> tuple[Demonstrations, dict[str, float]]:
-    """One DAgger round: roll the policy out, label every state it visits with `expert_action`.
+    """One DAgger round: roll the policy out, label every state it visits with `expert_action`
+    (observing XLA's order, `followed_label`).
 
     Cloning sees only states on XLA's own path; one wrong step puts the policy where it has never
     been shown what to do. This shows it, and returns how often it already agreed with the expert.
@@ -216,10 +224,12 @@ def aggregate(
 
     agreed = [0, 0]
 
+    label = followed_label if environment.observe_xla_order else None
+
     def play(graph_name: str) -> tuple[list[Step], float]:
         env = _environment(selected, environment, driver)
         observation, _ = env.reset(seed=0, options={"graph": graph_name})
-        return _play(env, observation, data.orders[graph_name], act=act, agreed=agreed)
+        return _play(env, observation, data.orders[graph_name], act=act, agreed=agreed, label=label)
 
     policy.set_training_mode(False)
     added = _collect(play, selected, workers, data.orders, "warm start: DAgger round", gamma)
@@ -243,17 +253,45 @@ def _environment(graphs: list[Any], environment: EnvironmentConfig, driver: Pass
     return PassOrderingEnv(graphs=graphs, driver=driver, **environment.to_json())
 
 
+def followed_label(
+    order: list[str],
+    sequence: list[str],
+    observation: dict[str, np.ndarray],
+    mask: np.ndarray,
+    actions: list[str],
+) -> int:
+    """DAgger's label when the expert follows `xla_next`: the order's next pass while the episode is
+    on the order's path, and off it what the policy sees -- `xla_next` (XLA's order from there).
+
+    `expert_action` matches passes by name: off the path (a single run where the order iterates, a
+    pass that changed nothing) it would send the policy back to a pass XLA's order no longer shows.
+    """
+    if sequence == order[: len(sequence)]:
+        return expert_action(order, sequence, mask, actions)
+    shown = int(np.argmax(observation["xla_next"]))
+    return shown if shown == len(actions) or mask[shown] else expert_action(order, sequence, mask, actions)
+
+
 def _play(
-    env: Any, observation: dict[str, np.ndarray], order: list[str], act: Any, agreed: list[int] | None = None
+    env: Any,
+    observation: dict[str, np.ndarray],
+    order: list[str],
+    act: Any,
+    agreed: list[int] | None = None,
+    label: Any = None,
 ) -> tuple[list[Step], float]:
-    """Label each state with the expert's action; move by `act` (the policy), or by the expert's.
+    """Label each state with the expert's action (`label`, default `expert_action`); move by `act`
+    (the policy), or by the expert's.
 
     Returns the labelled states and the episode's reward: it all comes at the end (the count).
     """
     steps: list[Step] = []
     while True:
         mask = env.action_masks()
-        expert = expert_action(order, env.sequence, mask, env.actions)
+        if label is None:
+            expert = expert_action(order, env.sequence, mask, env.actions)
+        else:
+            expert = label(order, env.sequence, observation, mask, env.actions)
         steps.append((observation, mask, expert))
         chosen = expert if act is None else act(observation, mask)
         if agreed is not None:

@@ -39,7 +39,13 @@ from xlabench.agents.config import (
     WarmStartConfig,
     hyperparameters_of,
 )
-from xlabench.agents.imitation import aggregate, behaviour_cloning, demonstrations, warm_start_graphs
+from xlabench.agents.imitation import (
+    EXPERT,
+    aggregate,
+    behaviour_cloning,
+    demonstrations,
+    warm_start_graphs,
+)
 from xlabench.agents.wrappers import CostShaping
 from xlabench.cluster import connect
 from xlabench.env import PassOrderingEnv
@@ -58,7 +64,8 @@ from xlabench.xla.pool import CompilerPool
 # The warm start improves XLA's order on the 6 smallest training graphs of each family: all 189 at
 # 100 calls each would take ~1.5 h of the 3-hour bound from an empty cache.
 ENVIRONMENT = EnvironmentConfig(observe_xla_order=True, max_steps=128, reward_baseline="default")
-WARM_START = WarmStartConfig(per_family=6, improve_budget=30)
+# No tries: the expert follows `xla_next` (`xlabench.agents.imitation.EXPERT`), which shows none.
+WARM_START = WarmStartConfig(per_family=6, improve_budget=30, try_share=None)
 
 
 @dataclass
@@ -85,6 +92,8 @@ class TrainingRun:
     validation_curve: list[tuple[int, float]] = field(default_factory=list)
     # The policy network's weights at the end of the run (its state_dict).
     weights: dict[str, Any] = field(default_factory=dict)
+    # The graphs PPO's environments ran on when not all of `graphs`: the warm start's (`per_family`).
+    ppo_graphs: list[str] = field(default_factory=list)
 
     def metadata(self, name: str, driver: Any) -> dict[str, Any]:
         """A policy artifact's metadata for this run (`xlabench.policies.artifact.save` adds the rest)."""
@@ -106,6 +115,7 @@ class TrainingRun:
             "warm_start": self.warm_start,
             "training": {
                 "graphs": self.graphs,
+                "ppo_graphs": self.ppo_graphs,
                 "steps": self.steps,
                 "episodes": self.episodes,
                 "seconds": round(self.seconds, 1),
@@ -408,6 +418,7 @@ def train(
         curve=learning_curve(returns, lengths),
         validation_curve=validate.curve if validate is not None else [],
         weights=model.policy.state_dict(),
+        ppo_graphs=[graph.name for graph in trained_on] if isinstance(trained_on, list) else [],
     )
 
 
@@ -481,6 +492,8 @@ def _warm_start(
         pool.close()
     return {
         **config.to_json(),
+        "expert": EXPERT[environment.observe_xla_order],
+        "network": type(model.policy).__name__,
         **figures,
         # Graphs where the improved order beat XLA's, with (R of XLA's order, R improved).
         "improved_orders": {name: list(pair) for name, pair in sorted(improved.items())},

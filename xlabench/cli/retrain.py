@@ -140,6 +140,7 @@ def run_retrain(args: argparse.Namespace) -> int:
     atomically -- unless some graph's outputs are numerically worse than the default's: then nothing is
     written."""
     from xlabench.agents.checkpoint import SeedCheckpoint
+    from xlabench.agents.imitation import EXPERT
     from xlabench.agents.train import ENVIRONMENT, WARM_START, Validation, package_versions, train
 
     check_name(args.name)  # before hours of training, not after
@@ -170,6 +171,7 @@ def run_retrain(args: argparse.Namespace) -> int:
             "environment": environment.to_json(),
             "hyperparameters": hyperparameters.to_json(),
             "warm_start": warm_start.to_json() if warm_start is not None else None,
+            "expert": EXPERT[environment.observe_xla_order] if warm_start is not None else None,
             "validation": [args.select_on, args.validate_every] if validation is not None else None,
             "environments": args.workers,
             "packages": package_versions(),
