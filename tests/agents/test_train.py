@@ -7,12 +7,18 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
+from stable_baselines3.common.vec_env import DummyVecEnv
 
 from xlabench.agents.config import hyperparameters_of
-from xlabench.agents.train import ENVIRONMENT, WARM_START, Validation, train
+from xlabench.agents.train import ENVIRONMENT, WARM_START, Validation, build_model, make_environment, train
 from xlabench.env import PassOrderingEnv
 from xlabench.graphs import resolve_graphs
-from xlabench.policies.networks import ValueFeaturesPolicy, policy_kwargs
+from xlabench.policies.networks import (
+    FOLLOW_WEIGHT_INIT,
+    FollowsXlaOrderPolicy,
+    ValueFeaturesPolicy,
+    policy_kwargs,
+)
 from xlabench.xla import default_driver
 
 
@@ -147,6 +153,24 @@ def test_the_kl_anchor_holds_ppo_near_its_warm_start(small_graph):
     assert divergences[1] < divergences[0] / 2
 
 
+def test_the_kl_anchor_holds_the_direct_path_from_xlas_order_too(small_graph):
+    # The shipped network adds `follow_weight` x `xla_next` to its logits: the anchor is a copy of
+    # all of it, so PPO moving that weight away from the warm start's is pulled back like any other.
+    model = build_model("ppo", DummyVecEnv([make_environment(small_graph, "ppo", 0, 0)]), 0, None)
+    assert isinstance(model.policy, FollowsXlaOrderPolicy)
+    model.set_anchor()
+    env = PassOrderingEnv(graphs=small_graph, **ENVIRONMENT.to_json())
+    observation, _ = env.reset(seed=0)
+    state, mask = model.policy.obs_to_tensor(observation)[0], env.action_masks()[None]
+    assert model.anchor_divergence(state, mask).item() == pytest.approx(0.0, abs=1e-6)
+    with torch.no_grad():
+        model.policy.follow_weight.fill_(0.0)
+    divergence = model.anchor_divergence(state, mask)
+    divergence.backward()
+    assert divergence.item() > 0.1 and model.anchor.follow_weight.item() == FOLLOW_WEIGHT_INIT
+    assert model.policy.follow_weight.grad.item() < 0  # descending the KL raises the weight back
+
+
 def test_ppo_after_a_warm_start_trains_on_a_users_graph_files(tmp_path):
     # PPO runs on the warm start's graphs, handed over as graphs: files outside the suite resolve by path.
     graph = resolve_graphs("recurrent-gru-infer-l1-h128-s16-b8-f32")[0]
@@ -154,3 +178,8 @@ def test_ppo_after_a_warm_start_trains_on_a_users_graph_files(tmp_path):
     warm_start = replace(WARM_START, improve_budget=0, epochs=5, dagger_rounds=1)
     run = train(graphs=str(tmp_path), steps=64, environments=2, progress=False, warm_start=warm_start)
     assert run.steps >= 64 and run.episodes > 0
+    # The artifact says what PPO ran on, and how the warm start was made.
+    training = run.metadata("mine", default_driver())["training"]
+    assert training["graphs"] == str(tmp_path) and training["ppo_graphs"] == ["mine"]
+    assert run.warm_start["network"] == "FollowsXlaOrderPolicy" and run.warm_start["try_share"] is None
+    assert run.warm_start["expert"].startswith("followed xla_next")
