@@ -104,5 +104,13 @@ def differing_settings(stored: dict, current: dict) -> str:
         text = repr(value)
         return text if len(text) <= 80 else text[:77] + "..."
 
-    keys = sorted(key for key in {*stored, *current} if stored.get(key) != current.get(key))
-    return ", ".join(f"{key} {shown(stored.get(key))} here {shown(current.get(key))}" for key in keys)
+    missing = object()
+
+    def value(settings: dict, key: str) -> object:
+        return settings.get(key, missing)
+
+    def text(settings: dict, key: str) -> str:
+        return shown(settings[key]) if key in settings else "(absent)"
+
+    keys = sorted(key for key in {*stored, *current} if value(stored, key) != value(current, key))
+    return ", ".join(f"{key} {text(stored, key)} here {text(current, key)}" for key in keys)

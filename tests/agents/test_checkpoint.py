@@ -67,6 +67,8 @@ def test_a_checkpoint_of_other_settings_is_refused_in_one_line_before_training(
     error = capsys.readouterr().err.strip()
     assert error.count("\n") == 0 and f"checkpoint {checkpoint}: made with other settings" in error
     assert "steps" in error and "algorithm" not in error.split("(")[1]
+    # A setting one side lacks is named too, not shown as two equal "None"s.
+    assert "expert (absent) here" in error
 
 
 def test_a_changed_weights_file_is_refused(tmp_path, small_graph):

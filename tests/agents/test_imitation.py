@@ -114,3 +114,12 @@ def test_off_xlas_path_dagger_labels_what_the_policy_is_shown(small_graph):
     shown = int(observation["xla_next"].argmax())
     assert expert_action(order, env.sequence, mask, env.actions) != shown
     assert followed_label(order, env.sequence, observation, mask, env.actions) == shown
+    # On the path of an order `improve_order` edited, the edit is the label, not what XLA would do.
+    env = PassOrderingEnv(graphs=small_graph, driver=default_driver(), **ENVIRONMENT.to_json())
+    env.reset(seed=0)
+    for name in order:
+        observation, *_ = env.step(env.actions.index(name))
+    mask = env.action_masks()
+    edited = [*order, "dce"]
+    assert int(observation["xla_next"].argmax()) == len(env.actions)  # XLA's order is done: stop
+    assert followed_label(edited, env.sequence, observation, mask, env.actions) == env.actions.index("dce")

@@ -5,10 +5,10 @@ Three seeds of A2C outlast a session on 2 cores; a stop loses every seed trained
 and after RL as safetensors (tensors only: loading runs no pickled code, and each file's sha256 is
 checked), the rest of `TrainingRun` as JSON, written last, so a seed counts only once all its files are
 complete. The same command later trains only the seeds DIR lacks. DIR remembers the settings that make a
-seed's run what it is (algorithm, graphs, steps, environment, hyperparameters, warm start, validation,
-environment processes, package versions, compiler release): a run with other settings is refused in one
-line rather than mixing seeds of two configurations. Training is deterministic on one machine only: resume
-where the seeds were trained.
+seed's run what it is (algorithm, graphs, steps, environment, hyperparameters, warm start and its
+expert, validation, environment processes, package versions, compiler release): a run with other
+settings is refused in one line rather than mixing seeds of two configurations. Training is
+deterministic on one machine only: resume where the seeds were trained.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 `expert_order` reads the order from one compile of XLA's default pipeline; `improve_order` edits it
 while that lowers the fair count and keeps the outputs numerically no worse; `expert_action` says
-what the order does next from any state a policy reaches (DAgger's label); `with_tries` and
+what the order does next from any state a policy reaches (DAgger's label when XLA's order is not
+observed; `xlabench.agents.imitation.followed_label` when it is); `with_tries` and
 `with_single_runs` adjust the orders to what a policy can see.
 """
 

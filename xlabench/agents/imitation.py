@@ -1,18 +1,20 @@
 """Warm start from XLA's own order: behaviour cloning of the default pipeline's effective passes.
 
-For each training graph the demonstration is XLA's default pipeline's effective order: the passes
-that changed the module in one compile of the pipeline (`expert_order`; 3 passes on a small ResNet,
-12 on a bf16 ResNet step, 21 on a bf16 GPT-2 one), as the
-environment's actions, then *stop*; a pass whose requirement did nothing gets it first anyway. It is
+For each training graph the demonstration is XLA's default pipeline's order, then *stop*. Observing
+XLA's order (the default since v3.0), it is the passes an episode plays taking `xla_next` at every
+state (`followed_order`); otherwise the passes that changed the module in one compile of the pipeline
+(`expert_order`; 3 passes on a small ResNet, 12 on a bf16 ResNet step, 21 on a bf16 GPT-2 one), as
+the environment's actions; a pass whose requirement did nothing gets it first anyway. It is
 played in the environment, so every observation and mask is one a rollout would see. The policy's
 masked action distribution is fitted to it by cross-entropy. Then DAgger (`aggregate`): the cloned
 policy is rolled out, every state it visits is labelled with what XLA's order says to do from there
-(`expert_action`), and the policy is fitted again on all of it -- so one wrong step does not leave
-it where it was never shown what to do. Optionally (`try_share`), the passes most training orders
-share are tried in every order (`with_tries`): the policy cannot see whether one would change the
-module, so it is shown trying it. PPO then improves on it with the true reward. Without this
-start, PPO from scratch must discover that expanders and normalizers come before the
-simplifications they feed, from a reward that only arrives at the end.
+(`followed_label` when observed: off the demonstrated path, what `xla_next` shows; otherwise
+`expert_action`), and the policy is fitted again on all of it -- so one wrong step does not leave
+it where it was never shown what to do. Not observing the order, optionally (`try_share`), the
+passes most training orders share are tried in every order (`with_tries`): the policy cannot see
+whether one would change the module, so it is shown trying it. PPO then improves on it with the
+true reward. Without this start, PPO from scratch must discover that expanders and normalizers come
+before the simplifications they feed, from a reward that only arrives at the end.
 """
 
 from __future__ import annotations
@@ -84,7 +86,7 @@ Step = tuple[dict[str, np.ndarray], np.ndarray, int]
 # run (`xlabench.agents.checkpoint`) trained by another scheme is not the same run. Change on change.
 EXPERT = {
     True: "followed xla_next; DAgger off the path: xla_next",
-    False: "effective order, tries, single runs",
+    False: "effective order, tries (try_share), single runs",
 }
 
 

@@ -92,7 +92,8 @@ class TrainingRun:
     validation_curve: list[tuple[int, float]] = field(default_factory=list)
     # The policy network's weights at the end of the run (its state_dict).
     weights: dict[str, Any] = field(default_factory=dict)
-    # The graphs PPO's environments ran on when not all of `graphs`: the warm start's (`per_family`).
+    # The graphs PPO's environments ran on when not all of `graphs`: the warm start's (`per_family`);
+    # empty when PPO ran on all of them or made no step (`steps` says which).
     ppo_graphs: list[str] = field(default_factory=list)
 
     def metadata(self, name: str, driver: Any) -> dict[str, Any]:
@@ -418,7 +419,7 @@ def train(
         curve=learning_curve(returns, lengths),
         validation_curve=validate.curve if validate is not None else [],
         weights=model.policy.state_dict(),
-        ppo_graphs=[graph.name for graph in trained_on] if isinstance(trained_on, list) else [],
+        ppo_graphs=[graph.name for graph in trained_on] if isinstance(trained_on, list) and steps > 0 else [],
     )
 
 
@@ -450,7 +451,8 @@ def _warm_start(
     environment: EnvironmentConfig,
     config: WarmStartConfig,
 ) -> dict[str, Any]:
-    """Behaviour cloning of XLA's effective order, then DAgger (`xlabench.agents.imitation`)."""
+    """Behaviour cloning of XLA's order (followed, when observed), then DAgger
+    (`xlabench.agents.imitation`)."""
 
     started = time.perf_counter()
     cloning = {

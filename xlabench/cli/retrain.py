@@ -171,12 +171,13 @@ def run_retrain(args: argparse.Namespace) -> int:
             "environment": environment.to_json(),
             "hyperparameters": hyperparameters.to_json(),
             "warm_start": warm_start.to_json() if warm_start is not None else None,
-            "expert": EXPERT[environment.observe_xla_order] if warm_start is not None else None,
             "validation": [args.select_on, args.validate_every] if validation is not None else None,
             "environments": args.workers,
             "packages": package_versions(),
             "compiler": default_driver().jaxlib_version,  # the release it trains with (--compiler)
         }
+        if warm_start is not None:  # how its demonstrations are made (a key only then: older DIRs resume)
+            settings["expert"] = EXPERT[environment.observe_xla_order]
         checkpoint = SeedCheckpoint(Path(args.checkpoint), settings)
         finished = [seed for seed in checkpoint.open() if seed in seeds]
         if finished:
