@@ -113,6 +113,7 @@ def test_seed_runs_judged_on_different_graphs_are_refused(tmp_path, capsys):
     assert "were judged on different val graphs" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_run_that_wrote_no_version_is_compared_from_its_seed_scores_with_the_reasons(tmp_path):
     from xlabench.agents.seeds import SEED_SCORES_FORMAT, SeedScores
 

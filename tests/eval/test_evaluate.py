@@ -45,6 +45,7 @@ def test_replay_evaluates_to_xlas_default_with_json_and_report(tmp_path, one_gra
     assert "geomean vs_default 1.0000" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_greedy_search_reports_what_it_found_and_cost(tmp_path, one_graph_directory):
     out = tmp_path / "eval.json"
     code = main(["eval", "--policy", "search:greedy", "--graphs", str(one_graph_directory), "--actions",
@@ -56,6 +57,7 @@ def test_greedy_search_reports_what_it_found_and_cost(tmp_path, one_graph_direct
     assert "search_depth" not in row  # only beam search reports a depth
 
 
+@pytest.mark.slow
 def test_beam_search_reports_the_depth_it_reached(tmp_path, one_graph_directory):
     out, report = tmp_path / "eval.json", tmp_path / "report"
     code = main(["eval", "--policy", "search:beam", "--graphs", str(one_graph_directory), "--actions",
@@ -94,6 +96,7 @@ def test_unknown_or_missing_policies_are_one_clear_error(capsys, one_graph_direc
     assert error.startswith("xlabench: error: search:astar: unknown search strategy") and "\n" not in error
 
 
+@pytest.mark.slow
 def test_an_interrupted_eval_stops_soon_and_writes_nothing(tmp_path, one_graph_directory):
     out = tmp_path / "eval.json"
     arguments = ["eval", "--policy", "search:beam", "--budget", "100000", "--graphs",

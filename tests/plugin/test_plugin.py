@@ -53,6 +53,7 @@ def run_suite(pytester, baselines_root, *options):
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_policy_at_its_baseline_passes_and_is_reported(pytester, baselines_root):
     report = pytester.path / "report.json"
     result = run_suite(pytester, baselines_root, "--xlabench-report", str(report))
@@ -110,6 +111,7 @@ def test_an_edited_baseline_is_refused_in_one_line(pytester, baselines_root, tmp
     result.stdout.fnmatch_lines([f"*{GRAPH}.json: checksum mismatch*"])
 
 
+@pytest.mark.slow
 def test_an_unknown_graph_or_pass_is_a_usage_error(pytester, baselines_root):
     pytester.makepyfile(test_suite=SUITE)
     result = pytester.runpytest_subprocess("--xlabench-graphs", "no-such-graph")
@@ -285,6 +287,7 @@ def test_a_user_graph_without_baselines_is_judged_on_the_other_gates_and_said_so
     result.stdout.fnmatch_lines(["*xlabench: 1 graph x policy, 0 failed*", "step*general@v*ok*(no baseline)"])
 
 
+@pytest.mark.slow
 def test_the_smoke_tier_takes_one_gate_per_family_and_policy_on_its_smallest_graph(pytester):
     from xlabench.graphs import resolve_graphs
     from xlabench.policies.artifact import policy_names, read_metadata, resolve

@@ -63,6 +63,7 @@ def test_random_search_is_seeded_and_a_tiny_budget_is_respected(gru_module):
         greedy_search(driver, gru_module, ACTIONS, budget=0)
 
 
+@pytest.mark.slow
 def test_local_search_climbs_from_xlas_order_and_keeps_outputs_no_worse():
     driver = default_driver()
     graph = resolve_graphs("control_flow-cg-n16-b1-jacobi-f32")[0]

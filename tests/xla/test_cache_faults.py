@@ -55,6 +55,7 @@ def test_a_damaged_transition_cache_is_set_aside_and_the_numbers_stay(tmp_path, 
     assert _stats(tmp_path)[:2] == (fresh_figures, [])
 
 
+@pytest.mark.slow
 def test_a_cache_directory_that_cannot_be_made_runs_uncached_with_one_warning(tmp_path, fresh_figures):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")

@@ -44,6 +44,7 @@ def test_a_release_outside_the_range_is_one_line_and_installs_nothing(compilers_
     assert "latest: not a jaxlib release number" in _one_error_line(capsys)
 
 
+@pytest.mark.slow
 def test_a_release_the_registry_does_not_have_leaves_nothing_behind(compilers_root, capsys):
     # In the supported range, but never published.
     assert main(["compilers", "add", "0.8.5"]) == 2
@@ -54,6 +55,7 @@ def test_a_release_the_registry_does_not_have_leaves_nothing_behind(compilers_ro
     assert list(compilers_root.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_an_interrupted_add_leaves_nothing_behind(compilers_root):
     # Ctrl-C while pip installs: the half-made environment is removed, nothing looks like a compiler.
     environment = {COMPILERS_DIRECTORY_VARIABLE: str(compilers_root)}

@@ -100,6 +100,7 @@ def test_trace_names_the_pass_where_the_replay_parts(fresh_driver):
     assert trace.xla_next.pass_name in line and trace.replay_next.pass_name in line
 
 
+@pytest.mark.slow
 def test_bench_replay_json_reports_every_graph_within_tolerance(capsys, tmp_path):
     for graph in resolve_graphs("all"):
         if graph.name in CANARY_GRAPHS:

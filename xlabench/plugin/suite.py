@@ -61,6 +61,7 @@ def test_policy_on_graph(
         pytest.xfail(verdict.message())
 
 
+@pytest.mark.slow
 def test_pass_sequences_preserve_outputs(
     xlabench_judge: Any, xlabench_settings: Any, record_property: Any
 ) -> None:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from xlabench.cli import main
 
 
+@pytest.mark.slow
 def test_bench_env_prints_both_medians_for_one_graph(capsys):
     code = main(["bench", "env", "recurrent-gru-infer-l1-h128-s16-b8-f32", "--steps", "3", "--actions",
                  "simplification", "--json"])  # fmt: skip
