@@ -171,6 +171,7 @@ def test_the_kl_anchor_holds_the_direct_path_from_xlas_order_too(small_graph):
     assert model.policy.follow_weight.grad.item() < 0  # descending the KL raises the weight back
 
 
+@pytest.mark.slow
 def test_ppo_after_a_warm_start_trains_on_a_users_graph_files(tmp_path):
     # PPO runs on the warm start's graphs, handed over as graphs: files outside the suite resolve by path.
     graph = resolve_graphs("recurrent-gru-infer-l1-h128-s16-b8-f32")[0]

@@ -111,6 +111,7 @@ def test_an_interrupted_eval_stops_soon_and_writes_nothing(tmp_path, one_graph_d
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_a_checkpoint_keeps_finished_graphs_and_a_rerun_takes_them_from_it(
     tmp_path, one_graph_directory, capsys
 ):

@@ -342,6 +342,7 @@ def test_baselines_and_known_gaps_come_from_the_rootdir_wherever_pytest_starts(t
     assert "1 xfailed" in result.stdout and "1 known gaps" in result.stdout, result.stdout[-2000:]
 
 
+@pytest.mark.slow
 def test_a_misspelled_known_gaps_file_stops_the_session_one_line_a_problem(
     pytester, baselines_root, tmp_path
 ):

@@ -105,6 +105,7 @@ def test_inputs_outside_the_programs_domain_are_flagged_not_failed():
     assert not outcome.flagged and outcome.problems == []
 
 
+@pytest.mark.slow
 def test_a_sequence_is_held_to_the_unoptimized_program_where_that_is_already_less_accurate():
     # gpt2-l1-d128 bf16: the unoptimized program's loss is 7x further from the f32 reference than XLA's
     # default's (its algsimp removes bf16 round trips), so a no-op pass cannot be judged against the

@@ -83,6 +83,7 @@ def test_trace_of_a_faithful_replay_ends_on_xlas_module(fresh_driver, bf16_branc
     assert trace.parting().startswith("no parting")
 
 
+@pytest.mark.slow
 def test_trace_names_the_pass_where_the_replay_parts(fresh_driver):
     # TensorFlow's GRU: the StableHLO import before each single pass lets algsimp see `and(x < 12, x < 12)`.
     graph = resolve_graphs("tensorflow-rnn-infer-l1-d32-b8-f32")[0]

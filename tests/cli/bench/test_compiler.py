@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from xlabench.cli import main
 
 GRAPH = "recurrent-gru-infer-l1-h128-s16-b8-f32"
@@ -35,6 +37,7 @@ def test_bench_fuzz_applies_random_passes_and_counts_crashes(capsys):
     assert len(report["passes_never_applied"]) < report["actions"]  # some passes did run
 
 
+@pytest.mark.slow
 def test_bench_passes_classifies_the_passes_it_runs(capsys):
     report = _json_of(
         ["bench", "passes", GRAPH, "--passes", "algsimp", "cse", "--workers", "1", "--json"], capsys
