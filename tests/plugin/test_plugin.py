@@ -173,7 +173,13 @@ def test_runtimes_are_saved_and_compared_by_pytest_benchmark_under_xdist(pyteste
     assert "Performance has regressed" in slowed.stdout.str() + slowed.stderr.str()
     assert DEFAULT_COMPARE_FAIL in slowed.stdout.str()
     # The regression stands only after a second measurement shows it too.
-    slowed.stdout.fnmatch_lines(["xlabench:*1 run(s) above the reference measured again, 1 still above it"])
+    # It is named, with both medians and the reference's (what to look at when CI fails on it).
+    slowed.stdout.fnmatch_lines(
+        [
+            "xlabench:*1 run(s) above the reference measured again, 1 still above it",
+            f"  {GRAPH}*: median * ms, then * ms (fastest * ms); reference * (fastest * ms); XLA's default *",
+        ]
+    )
 
 
 @pytest.mark.slow

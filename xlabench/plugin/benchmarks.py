@@ -17,6 +17,7 @@ from another machine the comparison is printed, not failed: absolute times do no
 from __future__ import annotations
 
 import json
+import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -27,11 +28,13 @@ import pytest
 BENCHMARK_GROUP = "xlabench: policy executables"
 PROPERTY_RUNS = "xlabench-runs"
 GATE_TEST = "test_policy_on_graph"
-# A policy executable's median run time may grow to three times the reference run's: two runs of the
-# unchanged suite on a 2-vCPU machine gave per-graph ratios of 0.55-2.06 (their runtime ratios to XLA's
-# default: 0.84-1.26), so absolute times catch only gross slowdowns; gate (c) and the suite-wide
-# geomean, both ratios, catch the rest (docs/measurements.md, 2026-11-27).
-DEFAULT_COMPARE_FAIL = "median:200%"
+# A policy executable's fastest run may take up to three times the reference run's fastest: two runs of
+# the unchanged suite on a 2-vCPU machine gave per-graph median ratios of 0.55-2.06 (their runtime
+# ratios to XLA's default: 0.84-1.26), and a CI run of unchanged code (2026-12-02) stayed above 3x in the
+# median even when measured again. Load on a shared machine only adds time, so the fastest of the 20
+# interleaved runs moves least with it; a slower executable is slower in every run. Absolute times catch
+# gross slowdowns; gate (c) and the suite-wide geomean, both ratios, catch the rest.
+DEFAULT_COMPARE_FAIL = "min:200%"
 RULES = pytest.StashKey[list]()  # the fail rules of this session, once read
 
 
@@ -124,11 +127,14 @@ class Benchmarks:
             bench_session.compare_fail, self.note = fail_rules(bench_session)
         remeasured = [runs for runs in self.runs if runs.first_median_seconds is not None]
         if remeasured and bench_session.compare_fail:
-            still = sum(1 for runs in remeasured if regressions(config, runs))
+            still = [runs for runs in remeasured if regressions(config, runs)]
             self.note = (
-                f"{self.note}; " if self.note else ""
-            ) + f"{len(remeasured)} run(s) above the reference measured again, {still} still above it"
+                (f"{self.note}; " if self.note else "")
+                + f"{len(remeasured)} run(s) above the reference measured again, {len(still)} still above it"
+                + "".join(f"\n  {describe_remeasured(config, runs)}" for runs in still)
+            )
 
+    @pytest.hookimpl(tryfirst=True)  # before pytest-benchmark's summary, which raises on a regression
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """Say how the comparison judged (or why it did not)."""
         if self.note and not hasattr(self.config, "workerinput"):
@@ -168,6 +174,25 @@ def regressions(config: pytest.Config, runs: BenchmarkRuns) -> list[str]:
         if compared is not None:
             found += [failure for rule in rules if (failure := rule.fails(current, compared["stats"]))]
     return found
+
+
+def describe_remeasured(config: pytest.Config, runs: BenchmarkRuns) -> str:
+    """A run that stayed above the reference, in a line: its two medians, the reference's, XLA's default's."""
+    bench_session = getattr(config, "_benchmarksession", None)
+    mappings = bench_session.compared_mapping.values() if bench_session is not None else []
+    reference = [mapping[runs.fullname]["stats"] for mapping in mappings if runs.fullname in mapping]
+    median = statistics.median(runs.run_seconds)
+    default = runs.extra_info.get("default_median_seconds")
+    compared = ", ".join(f"{_ms(stats['median'])} (fastest {_ms(stats['min'])})" for stats in reference)
+    return (
+        f"{runs.param}: median {_ms(runs.first_median_seconds)}, then {_ms(median)} "
+        f"(fastest {_ms(min(runs.run_seconds))}); reference {compared or '?'}; "
+        f"XLA's default now {_ms(default)}"
+    )
+
+
+def _ms(seconds: float | None) -> str:
+    return "?" if seconds is None else f"{seconds * 1e3:.3g} ms"
 
 
 def _machine(info: dict[str, Any]) -> tuple[str, Any]:
