@@ -62,7 +62,9 @@ def installed(tmp_path_factory):
         [str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel)],
         check=True, capture_output=True, timeout=600,
     )  # fmt: skip
-    mine = ("XLABENCH_POLICIES_DIR", "XLABENCH_BASELINES_DIR", "PYTEST_XDIST_WORKER")
+    # Another project's environment has none of this checkout's settings (PYTHONPATH would put this
+    # checkout's xlabench before the wheel's).
+    mine = ("XLABENCH_POLICIES_DIR", "XLABENCH_BASELINES_DIR", "PYTEST_XDIST_WORKER", "PYTHONPATH")
     environment = {key: value for key, value in os.environ.items() if key not in mine}
     environment["PATH"] = f"{environment_dir / 'bin'}{os.pathsep}{environment.get('PATH', '')}"
     return python, environment

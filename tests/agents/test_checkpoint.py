@@ -10,6 +10,7 @@ import pytest
 from xlabench.agents import train as train_module
 from xlabench.agents.checkpoint import SeedCheckpoint
 from xlabench.cli import main
+from xlabench.cli import retrain as retrain_module
 from xlabench.errors import UserInputError
 
 
@@ -45,9 +46,28 @@ def test_an_interrupted_retrain_trains_only_the_missing_seeds_and_writes_what_an
         trained.append(arguments["seed"])
         return real_train(**arguments)
 
+    judged: list[int] = []
+    real_scores = retrain_module._seed_scores
+
+    def scores_until_seed_1(run, *arguments):
+        if run.seed == 1:
+            raise KeyboardInterrupt  # the session stops while the seeds are judged on --select-on
+        judged.append(run.seed)
+        return real_scores(run, *arguments)
+
     monkeypatch.setattr(train_module, "train", counted)
+    monkeypatch.setattr(retrain_module, "_seed_scores", scores_until_seed_1)
+    assert main(_arguments(small_graph, "--checkpoint", str(checkpoint))) == 130
+    assert trained == [0, 1] and judged == [0]  # seed 0 read back, not trained again
+    assert (checkpoint / "seed-0.scores.json").exists()
+
+    def counted_scores(run, *arguments):
+        judged.append(run.seed)
+        return real_scores(run, *arguments)
+
+    monkeypatch.setattr(retrain_module, "_seed_scores", counted_scores)
     assert main(_arguments(small_graph, "--checkpoint", str(checkpoint))) == 0
-    assert trained == [0, 1]  # seed 0 read back, not trained again
+    assert trained == [0, 1] and judged == [0, 1]  # seed 0's scores read back, not measured again
     assert not checkpoint.exists()  # the version is written: nothing left to resume
 
     whole, resumed = (tmp_path / root / "tiny" / "v1.0" for root in ("whole", "resumed"))

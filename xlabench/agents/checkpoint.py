@@ -8,7 +8,9 @@ complete. The same command later trains only the seeds DIR lacks. DIR remembers 
 seed's run what it is (algorithm, graphs, steps, environment, hyperparameters, warm start and its
 expert, validation, environment processes, package versions, compiler release): a run with other
 settings is refused in one line rather than mixing seeds of two configurations. Training is
-deterministic on one machine only: resume where the seeds were trained.
+deterministic on one machine only: resume where the seeds were trained. A seed's scores on the selection
+graphs (`--select-on`, an hour of rollouts for five seeds) are kept too, by the selection they were
+measured on, so a run stopped while it selects keeps the seeds it has judged.
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ class SeedCheckpoint:
             )
         seeds = []
         for record in self.directory.glob("seed-*.json"):
+            if record.name.endswith(".scores.json"):
+                continue
             seed = record.stem.removeprefix("seed-")
             if not seed.isdigit():
                 raise UserInputError(f"checkpoint {record}: not a seed's record (seed-N.json)")
@@ -135,6 +139,21 @@ class SeedCheckpoint:
             )
         except (KeyError, TypeError, ValueError, AttributeError, SafetensorError) as error:
             raise UserInputError(f"checkpoint {path}: not a complete seed record ({error!r})") from None
+
+    def save_scores(self, seed: int, selected_on: str, scores: dict[str, Any]) -> None:
+        """Keep a seed's scores on the selection graphs `selected_on` (`SeedScores.to_json`)."""
+        record = {"format": FORMAT, "seed": seed, "selected_on": selected_on, "scores": scores}
+        write_atomically(self.directory / f"seed-{seed}.scores.json", json_bytes(record))
+
+    def load_scores(self, seed: int, selected_on: str) -> dict[str, Any] | None:
+        """A seed's kept scores on `selected_on`, or None when none are kept for that selection."""
+        path = self.directory / f"seed-{seed}.scores.json"
+        if not path.exists():
+            return None
+        record = _read_json(path)
+        if record.get("selected_on") != selected_on or not isinstance(record.get("scores"), dict):
+            return None
+        return record["scores"]
 
     def remove(self) -> None:
         """Delete the checkpoint's own files, and the directory if that leaves it empty."""

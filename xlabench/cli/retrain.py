@@ -210,7 +210,7 @@ def run_retrain(args: argparse.Namespace) -> int:
         selection = None
         run = runs[0]
         if args.seeds:
-            scores = [_seed_scores(run, args, driver, select_graphs) for run in runs]
+            scores = [_kept_seed_scores(run, args, driver, select_graphs, checkpoint) for run in runs]
             selection = statistics(scores)
             best = best_seed(scores)
             if best is None:
@@ -310,6 +310,22 @@ def _policy(metadata: dict[str, Any], tensors: dict[str, Any]) -> Any:
     """A policy held in memory, as it will be stored."""
 
     return Policy(Artifact(Path("(in memory)"), metadata, tensors))
+
+
+def _kept_seed_scores(
+    run: Any, args: argparse.Namespace, driver: Any, graphs: list[Any], checkpoint: Any
+) -> SeedScores:
+    """`_seed_scores`, kept in the checkpoint once measured (and read back from it on a resumed run)."""
+    if checkpoint is not None:
+        kept = checkpoint.load_scores(run.seed, args.select_on)
+        if kept is not None and sorted(kept.get("graphs", [])) == sorted(g.name for g in graphs):
+            scores = SeedScores.from_json(kept)
+            print(f"retrain: seed {run.seed} on {args.select_on}: policy {scores.geomean():.4f} (kept)")
+            return scores
+    scores = _seed_scores(run, args, driver, graphs)
+    if checkpoint is not None:
+        checkpoint.save_scores(run.seed, args.select_on, scores.to_json())
+    return scores
 
 
 def _seed_scores(run: Any, args: argparse.Namespace, driver: Any, graphs: list[Any]) -> Any:
