@@ -39,6 +39,10 @@ def installed(tmp_path_factory):
     path file: only xlabench itself is the wheel's.
     """
     root = tmp_path_factory.mktemp("installed")
+    # Another project's environment has none of this checkout's settings (a PYTHONPATH naming this
+    # checkout would have pip see xlabench installed already, and import it before the wheel's).
+    mine = ("XLABENCH_POLICIES_DIR", "XLABENCH_BASELINES_DIR", "PYTEST_XDIST_WORKER", "PYTHONPATH")
+    environment = {key: value for key, value in os.environ.items() if key not in mine}
     checkout = checkout_directory()
     assert checkout is not None
     wheels = root / "wheels"
@@ -47,25 +51,23 @@ def installed(tmp_path_factory):
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", *isolation,
          "--wheel-dir", str(wheels), str(checkout)],
-        check=True, capture_output=True, timeout=600,
+        check=True, capture_output=True, timeout=600, env=environment,
     )  # fmt: skip
     environment_dir = root / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(environment_dir)], check=True, timeout=600)
+    subprocess.run(
+        [sys.executable, "-m", "venv", str(environment_dir)], check=True, timeout=600, env=environment
+    )
     python = environment_dir / "bin" / "python"
     site = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True, capture_output=True, text=True,
+        check=True, capture_output=True, text=True, env=environment,
     ).stdout.strip()  # fmt: skip
     (Path(site) / "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     [wheel] = wheels.glob("xlabench-*.whl")
     subprocess.run(
         [str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel)],
-        check=True, capture_output=True, timeout=600,
+        check=True, capture_output=True, timeout=600, env=environment,
     )  # fmt: skip
-    # Another project's environment has none of this checkout's settings (PYTHONPATH would put this
-    # checkout's xlabench before the wheel's).
-    mine = ("XLABENCH_POLICIES_DIR", "XLABENCH_BASELINES_DIR", "PYTEST_XDIST_WORKER", "PYTHONPATH")
-    environment = {key: value for key, value in os.environ.items() if key not in mine}
     environment["PATH"] = f"{environment_dir / 'bin'}{os.pathsep}{environment.get('PATH', '')}"
     return python, environment
 
