@@ -29,7 +29,7 @@ class Tolerances:
     # 0.98-1.19 (a 4-8 ms executable) in three runs.
     runtime_noise: float = 0.5
     # Gate (c) judges only executables whose default's fastest run takes at least this long (ms; load
-    # only adds time, and under load a 0.11 ms default's median measured 0.34 ms). Below it the
+    # only adds time, so a median can cross the floor on load alone). Below it the
     # ratio measures dispatch and thread wake-ups: the CG loops (0.06-0.13 ms) measured 1.04-1.33 alone
     # and 1.9-3.0 next to a busy core, with identical op counts (docs/design.md, "The runtime floor").
     runtime_floor_ms: float = 0.25

@@ -29,6 +29,7 @@ from xlabench.xla import PassDriver, default_driver
 from xlabench.xla.pool import CompilerPool
 
 if TYPE_CHECKING:  # `xlabench --help` stays quick: the evaluation is imported when retrain runs
+    from xlabench.agents.checkpoint import SeedCheckpoint
     from xlabench.eval.records import EvaluationRow, Summary
 
 DEFAULT_STEPS = 20_000
@@ -313,7 +314,7 @@ def _policy(metadata: dict[str, Any], tensors: dict[str, Any]) -> Any:
 
 
 def _kept_seed_scores(
-    run: Any, args: argparse.Namespace, driver: Any, graphs: list[Any], checkpoint: Any
+    run: Any, args: argparse.Namespace, driver: Any, graphs: list[Any], checkpoint: SeedCheckpoint | None
 ) -> SeedScores:
     """`_seed_scores`, kept in the checkpoint once measured (and read back from it on a resumed run)."""
     if checkpoint is not None:

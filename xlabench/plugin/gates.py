@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import statistics
 import tomllib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -324,16 +325,20 @@ def judge_geomean(geomean: tuple[float, float | None, int], tolerances: Toleranc
     return failures
 
 
+def _default_runs_ms(row: EvaluationRow, statistic: Callable[[list[float]], float]) -> float | None:
+    """A statistic of XLA's default executable's timed runs in a measured row (ms), None if untimed."""
+    runs = row.run_seconds.default if row.run_seconds is not None else None
+    return 1000 * statistic(runs) if runs else None
+
+
 def default_median_ms(row: EvaluationRow) -> float | None:
     """Median run time of XLA's default executable in a measured row (ms), None if it was not timed."""
-    runs = row.run_seconds.default if row.run_seconds is not None else None
-    return 1000 * statistics.median(runs) if runs else None
+    return _default_runs_ms(row, statistics.median)
 
 
 def default_fastest_ms(row: EvaluationRow) -> float | None:
     """Fastest run of XLA's default executable in a measured row (ms), None if it was not timed."""
-    runs = row.run_seconds.default if row.run_seconds is not None else None
-    return 1000 * min(runs) if runs else None
+    return _default_runs_ms(row, min)
 
 
 def runtime_judged(row: EvaluationRow, tolerances: Tolerances) -> bool:
