@@ -90,3 +90,15 @@ def test_a_new_version_keeps_what_the_version_before_achieved_per_graph(tmp_path
     # The next version is held to v1.1, not v1.0.
     write("general", "general@v1.2", "0.11.0", [ROWS[1]], root=tmp_path)
     assert load("general", root=tmp_path).get("g2").previous.policy == "general@v1.1"
+
+
+def test_a_new_version_stored_split_by_split_holds_every_part_to_the_version_before(tmp_path):
+    write("general", "general@v1.0", "0.10.2", ROWS, root=tmp_path)
+    write("general", "general@v1.1", "0.10.2", [with_ops(ROWS[0], 9)], root=tmp_path)  # the first split
+    assert load("general", root=tmp_path).graph_names() == ["g1"]  # v1.0's record of g2 is gone ...
+    write("general", "general@v1.1", "0.10.2", [with_ops(ROWS[1], 17)], root=tmp_path)  # the next
+    stored = load("general", "general@v1.1", "0.10.2", root=tmp_path)
+    # ... but what v1.0 achieved on it waited in the metadata for the part that measures it again.
+    assert stored.get("g2").previous == PreviousVersion("general@v1.0", "0.10.2", 16, 0.99)
+    assert stored.get("g1").previous.policy_ops == 8
+    assert "previous_versions" not in stored.metadata  # every graph measured again: nothing waits

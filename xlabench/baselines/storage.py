@@ -30,6 +30,8 @@ from xlabench.files import checkout_directory, json_bytes, write_atomically
 
 FORMAT = 1
 METADATA_FILE = "metadata.json"
+# In a set being stored split by split: per graph not measured again yet, the version before's figures.
+PREVIOUS_KEY = "previous_versions"
 
 
 class BaselineError(UserInputError):
@@ -173,6 +175,11 @@ def write(
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "graphs": dict(sorted(graphs.items())),
     }
+    # A new version stored split by split: what the version before achieved on the graphs not yet
+    # measured again waits here, so each later part still holds them to it.
+    waiting = {graph: versions[graph].to_json() for graph in sorted(versions) if graph not in graphs}
+    if waiting:
+        metadata[PREVIOUS_KEY] = waiting
     write_atomically(directory / METADATA_FILE, _encode(metadata))
     return directory
 
@@ -200,6 +207,9 @@ def previous_versions(
                 versions[graph] = PreviousVersion(
                     stored.policy, stored.metadata.get("jaxlib"), record.policy_ops, record.runtime_ratio
                 )
+        if stored.policy == policy_label:  # graphs this version has not measured yet (see `write`)
+            for graph, document in (stored.metadata.get(PREVIOUS_KEY) or {}).items():
+                versions.setdefault(graph, PreviousVersion.from_json(document))
         return versions
-    except (BaselineError, KeyError, ValueError):
+    except (BaselineError, KeyError, ValueError, TypeError):
         return {}  # a damaged set is replaced as a whole; there is nothing to hold the new version to
