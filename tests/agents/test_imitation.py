@@ -16,6 +16,8 @@ from xlabench.agents.imitation import (
     demonstrations,
     followed_label,
     followed_order,
+    program_kind,
+    warm_start_graphs,
 )
 from xlabench.agents.train import ENVIRONMENT, build_model, make_environment
 from xlabench.env import PassOrderingEnv
@@ -123,3 +125,15 @@ def test_off_xlas_path_dagger_labels_what_the_policy_is_shown(small_graph):
     edited = [*order, "dce"]
     assert int(observation["xla_next"].argmax()) == len(env.actions)  # XLA's order is done: stop
     assert followed_label(edited, env.sequence, observation, mask, env.actions) == env.actions.index("dce")
+
+
+def test_grouped_by_kind_the_warm_start_sees_every_program_of_a_family():
+    by_family = warm_start_graphs("control_flow", 2)
+    by_kind = warm_start_graphs("control_flow", 1, group_by="kind")
+    # The two smallest of the family are one program; one of each kind covers every program and dtype.
+    kinds = {program_kind(graph) for graph in resolve_graphs("control_flow")}
+    assert len({program_kind(graph) for graph in by_family}) < len(kinds)
+    assert {program_kind(graph) for graph in by_kind} == kinds and len(by_kind) == len(kinds)
+    assert {graph.config["program"] for graph in by_kind} >= {"cg", "newton_cg", "cond_train"}
+    with pytest.raises(ValueError, match="by family or kind"):
+        warm_start_graphs("control_flow", 1, group_by="dtype")

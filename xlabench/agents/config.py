@@ -134,6 +134,9 @@ class WarmStartConfig:
 
     # Only this many of each family's graphs, the smallest; None: every training graph.
     per_family: int | None = None
+    # ... of each "family", or of each "kind" of program in it (`imitation.program_kind`: the
+    # control-flow program, inference or training, the dtype), so that no kind goes unseen.
+    group_by: str = "family"
     # Compiler calls per graph to improve XLA's order before it is imitated (`improve_order`):
     # appending one of its passes or dropping one, while that lowers R. 0: XLA's order as it is.
     improve_budget: int = 100

@@ -97,6 +97,7 @@ def demonstrations(
     *,
     workers: int = 2,
     per_family: int | None = None,
+    group_by: str = "family",
     improve_budget: int = 0,
     gamma: float = 0.99,
     try_share: float | None = None,
@@ -108,12 +109,12 @@ def demonstrations(
     calls per graph, with the passes of XLA's order as the ones to append; the single runs of the
     passes of `insertions` that XLA iterates there may also be inserted after its float
     normalization). With `per_family`, only
-    that many of each family's graphs, the smallest. With `try_share`, the passes in that share of
+    that many of each family's (or, `group_by="kind"`, each program kind's) graphs, the smallest. With `try_share`, the passes in that share of
     the orders are tried in every order (`with_tries`), unless that raises the graph's count.
     """
     from tqdm import tqdm
 
-    selected = warm_start_graphs(graphs, per_family)
+    selected = warm_start_graphs(graphs, per_family, group_by)
     orders: dict[str, list[str]] = {}
     counts: dict[str, tuple[int, int]] = {}
 
@@ -201,6 +202,7 @@ def aggregate(
     *,
     workers: int = 2,
     per_family: int | None = None,
+    group_by: str = "family",
     gamma: float = 0.99,
 ) -> tuple[Demonstrations, dict[str, float]]:
     """One DAgger round: roll the policy out, label every state it visits with `expert_action`
@@ -209,7 +211,7 @@ def aggregate(
     Cloning sees only states on XLA's own path; one wrong step puts the policy where it has never
     been shown what to do. This shows it, and returns how often it already agreed with the expert.
     """
-    selected = [graph for graph in warm_start_graphs(graphs, per_family) if graph.name in data.orders]
+    selected = [graph for graph in warm_start_graphs(graphs, per_family, group_by) if graph.name in data.orders]
 
     # stable-baselines3 keeps the last distribution on the policy object: two rollout threads acting at
     # once could read each other's logits, and the policy's choices -- so the weights DAgger ends
@@ -238,15 +240,28 @@ def aggregate(
     return data.extend(added), {"visited": len(added), "agreement": agreed[0] / max(1, agreed[1])}
 
 
-def warm_start_graphs(graphs: str, per_family: int | None) -> list[Any]:
-    """The graphs of a SPEC the warm start learns from: all, or each family's `per_family` smallest."""
+# What makes two graphs of a family different programs, where the manifest's config has it: the
+# control-flow program, the TensorFlow model, the recurrent cell, inference or training, the dtype.
+KIND_KEYS: tuple[str, ...] = ("program", "model", "cell", "mode", "dtype")
 
+
+def program_kind(graph: Any) -> tuple[str, ...]:
+    """A graph's family and the config values that make it another program (`KIND_KEYS`)."""
+    return (graph.family, *(str(graph.config.get(key)) for key in KIND_KEYS))
+
+
+def warm_start_graphs(graphs: str, per_family: int | None, group_by: str = "family") -> list[Any]:
+    """The graphs of a SPEC the warm start learns from: all, or the `per_family` smallest of each
+    family (`group_by="family"`) or of each program kind (`"kind"`, `program_kind`)."""
+    if group_by not in ("family", "kind"):
+        raise ValueError(f"{group_by}: group the warm start's graphs by family or kind")
     selected = sorted(resolve_graphs(graphs), key=lambda graph: (graph.family, graph.instruction_count))
     if per_family is not None:
-        by_family: dict[str, list[Any]] = {}
+        key = (lambda graph: graph.family) if group_by == "family" else program_kind
+        groups: dict[Any, list[Any]] = {}
         for graph in selected:
-            by_family.setdefault(graph.family, []).append(graph)
-        selected = [graph for family in by_family.values() for graph in family[:per_family]]
+            groups.setdefault(key(graph), []).append(graph)
+        selected = [graph for group in groups.values() for graph in group[:per_family]]
     return selected
 
 

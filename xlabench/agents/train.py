@@ -348,7 +348,7 @@ def train(
     trained_on: str | list[Graph] = graphs
     if warm_start is not None and warm_start.per_family is not None:
         # The graphs themselves, not their names: a user's directory resolves by path, not by name.
-        trained_on = warm_start_graphs(graphs, warm_start.per_family)
+        trained_on = warm_start_graphs(graphs, warm_start.per_family, warm_start.group_by)
     factories = [
         make_environment(
             trained_on,
@@ -469,6 +469,7 @@ def _warm_start(
             driver,
             workers=workers,
             per_family=config.per_family,
+            group_by=config.group_by,
             improve_budget=config.improve_budget,
             gamma=GAMMA,
             try_share=config.try_share,
@@ -486,6 +487,7 @@ def _warm_start(
                 driver,
                 workers=workers,
                 per_family=config.per_family,
+                group_by=config.group_by,
                 gamma=GAMMA,
             )
             figures = behaviour_cloning(model.policy, data, seed=seed + round_ + 1, **cloning)
