@@ -108,9 +108,9 @@ def demonstrations(
     With `improve_budget`, the order is first improved (`improve_order`, at most that many compiler
     calls per graph, with the passes of XLA's order as the ones to append; the single runs of the
     passes of `insertions` that XLA iterates there may also be inserted after its float
-    normalization). With `per_family`, only
-    that many of each family's (or, `group_by="kind"`, each program kind's) graphs, the smallest. With `try_share`, the passes in that share of
-    the orders are tried in every order (`with_tries`), unless that raises the graph's count.
+    normalization). With `per_family`, only that many of each family's (or, `group_by="kind"`, each
+    program kind's) graphs, the smallest. With `try_share`, the passes in that share of the orders
+    are tried in every order (`with_tries`), unless that raises the graph's count.
     """
     from tqdm import tqdm
 
@@ -211,7 +211,8 @@ def aggregate(
     Cloning sees only states on XLA's own path; one wrong step puts the policy where it has never
     been shown what to do. This shows it, and returns how often it already agreed with the expert.
     """
-    selected = [graph for graph in warm_start_graphs(graphs, per_family, group_by) if graph.name in data.orders]
+    chosen = warm_start_graphs(graphs, per_family, group_by)
+    selected = [graph for graph in chosen if graph.name in data.orders]
 
     # stable-baselines3 keeps the last distribution on the policy object: two rollout threads acting at
     # once could read each other's logits, and the policy's choices -- so the weights DAgger ends
