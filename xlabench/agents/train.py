@@ -63,8 +63,8 @@ from xlabench.xla.pool import CompilerPool
 # The return is measured against XLA's default count, so every graph's return is 0 at XLA's level.
 # The warm start improves XLA's order (100 calls a graph) on the smallest training graph of each
 # program kind (80 of 191): the 6 smallest of each family at 30 calls left the control-flow programs
-# newton_cg and cond_train and most training steps unseen (val 1.0003 against 1.0037 with this;
-# docs/measurements.md, 2026-12-04 twenty-third session). All 191 at 100 calls: ~1.5 h from empty.
+# newton_cg and cond_train and most training steps unseen (docs/design.md, "The warm start sees
+# every kind of program"). All 191 at 100 calls would take ~1.5 h from an empty cache.
 ENVIRONMENT = EnvironmentConfig(observe_xla_order=True, max_steps=128, reward_baseline="default")
 # No tries: the expert follows `xla_next` (`xlabench.agents.imitation.EXPERT`), which shows none.
 WARM_START = WarmStartConfig(per_family=1, group_by="kind", improve_budget=100, try_share=None)
