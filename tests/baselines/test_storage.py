@@ -64,7 +64,7 @@ def test_another_policy_version_or_jaxlib_is_refused_in_one_line(tmp_path):
     ) as error:
         load("general", "general@v1.1", "0.10.2", root=tmp_path)
     assert "\n" not in str(error.value)
-    with pytest.raises(BaselineError, match="made with jaxlib 0.10.2, this run compiles with 0.11.0"):
+    with pytest.raises(BaselineError, match="made with jaxlib 0.10.2, this run compiles with jaxlib 0.11.0"):
         load("general", "general@v1.0", "0.11.0", root=tmp_path)
     # Gating a jaxlib bump compares against the old jaxlib's baselines on purpose.
     assert load("general", "general@v1.0", "0.11.0", allow_jaxlib_change=True, root=tmp_path) is not None

@@ -54,6 +54,7 @@ from xlabench.env.observation import observation_space
 from xlabench.graphs import Graph
 from xlabench.policies.artifact import observation_spec
 from xlabench.xla import PassDriver, default_driver
+from xlabench.xla.compilers import describe_compiler
 from xlabench.xla.pool import CompilerPool
 
 # The environment every algorithm trains in and the warm start before it: the shipped configuration.
@@ -107,6 +108,7 @@ class TrainingRun:
             "version": "(new)",
             "algorithm": self.algorithm,
             "jaxlib_version": driver.jaxlib_version,
+            "compiler": describe_compiler(driver.compiler),  # its name, kind, XLA options and build
             "catalogue_sha256": hashlib.sha256(catalogue).hexdigest(),
             "actions": self.actions,
             "observation_spec": observation_spec(

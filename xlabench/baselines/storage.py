@@ -27,6 +27,7 @@ from xlabench.baselines.records import BaselineEntry, PreviousVersion
 from xlabench.errors import UserInputError
 from xlabench.eval.records import EvaluationRow
 from xlabench.files import checkout_directory, json_bytes, write_atomically
+from xlabench.xla.releases import compiler_title
 
 FORMAT = 1
 METADATA_FILE = "metadata.json"
@@ -105,6 +106,15 @@ class BaselineSet:
         return BaselineEntry.from_json(json.loads(data))
 
 
+def made_with(metadata: dict[str, Any]) -> str:
+    """The name of the compiler a baseline set was made with (sets made before compilers had names:
+    their jaxlib release, which is that release's name)."""
+    record = metadata.get("compiler")
+    return (
+        str(record["name"]) if isinstance(record, dict) and "name" in record else str(metadata.get("jaxlib"))
+    )
+
+
 def load(
     policy_name: str,
     policy_label: str | None = None,
@@ -129,10 +139,10 @@ def load(
             f"{file}: made with {metadata.get('policy')}, the policy under test is {policy_label}; "
             f"run {update}"
         )
-    if jaxlib_version is not None and metadata.get("jaxlib") != jaxlib_version and not allow_jaxlib_change:
+    if jaxlib_version is not None and made_with(metadata) != jaxlib_version and not allow_jaxlib_change:
         raise BaselineError(
-            f"{file}: made with jaxlib {metadata.get('jaxlib')}, this run compiles with {jaxlib_version}; "
-            f"to replace it run {update}"
+            f"{file}: made with {compiler_title(made_with(metadata))}, this run compiles with "
+            f"{compiler_title(jaxlib_version)}; to replace it run {update}"
         )
     return BaselineSet(directory, metadata)
 
@@ -143,6 +153,7 @@ def write(
     jaxlib_version: str,
     rows: list[EvaluationRow],
     root: Path | None = None,
+    compiler: dict[str, Any] | None = None,
 ) -> Path:
     """Store one record a graph for the rows that succeeded, then the metadata (atomic writes).
 
@@ -170,7 +181,8 @@ def write(
     metadata = {
         "format": FORMAT,
         "policy": policy_label,
-        "jaxlib": jaxlib_version,
+        "jaxlib": compiler["jaxlib"] if compiler else jaxlib_version,
+        **({"compiler": compiler} if compiler else {}),
         "machine": machine(),
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "graphs": dict(sorted(graphs.items())),

@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if getattr(args, "compiler", None):
             # Every driver, pool and worker process of this run resolves the compiler from here.
-            os.environ[COMPILER_VARIABLE] = resolve_compiler(args.compiler).version
+            os.environ[COMPILER_VARIABLE] = resolve_compiler(args.compiler).name
         return int(args.handler(args) or 0)
     except XlabenchError as error:
         print(f"xlabench: error: {error}", file=sys.stderr)

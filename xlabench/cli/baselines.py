@@ -21,7 +21,7 @@ from xlabench.baselines.compare import (
     text_table,
 )
 from xlabench.baselines.search import SEARCH_DIR, load_search_baselines, search_table
-from xlabench.baselines.storage import baselines_directory, load, previous_versions, write
+from xlabench.baselines.storage import baselines_directory, load, made_with, previous_versions, write
 from xlabench.cli.arguments import POSITIVE, seconds
 from xlabench.errors import UserInputError
 from xlabench.eval.evaluate import evaluate_graphs
@@ -31,8 +31,9 @@ from xlabench.plugin.gates import KNOWN_GAPS_FILE, judge, load_known_gaps, split
 from xlabench.policies.artifact import gated_graphs, policies_directory, policy_names
 from xlabench.policies.policy import load_policy
 from xlabench.xla import PassDriver
-from xlabench.xla.compilers import resolve_compiler
+from xlabench.xla.compilers import describe_compiler, resolve_compiler
 from xlabench.xla.pool import CompilerPool
+from xlabench.xla.releases import compiler_title
 
 if TYPE_CHECKING:  # `xlabench --help` stays quick: the evaluation is imported when a command runs
     from xlabench.baselines.records import PreviousVersion
@@ -212,7 +213,8 @@ def run_update(args: argparse.Namespace) -> int:
         policy, rows = _measure(reference, args, args.measurements)
         name = policy.artifact.metadata["name"]
         before = previous_versions(name, policy.label)
-        directory = write(name, policy.label, _compiler_version(), rows)
+        compiler = resolve_compiler()
+        directory = write(name, policy.label, compiler.name, rows, compiler=describe_compiler(compiler))
         for row in rows:
             if row.error is not None:
                 failed += 1
@@ -270,9 +272,10 @@ def _show_against_previous(label: str, before: dict[str, PreviousVersion], rows:
 
 
 def _compiler_version() -> str:
-    """The jaxlib release this run compiles with (--compiler, $XLABENCH_COMPILER, or the installed one)."""
+    """The name of the compiler this run compiles with (--compiler, $XLABENCH_COMPILER, or the installed
+    one; a release's name is its version)."""
 
-    return resolve_compiler().version
+    return resolve_compiler().name
 
 
 def run_diff(args: argparse.Namespace) -> int:
@@ -293,8 +296,8 @@ def run_diff(args: argparse.Namespace) -> int:
         found = counts(comparisons)
         changed = len(comparisons) - found.get("same", 0)
         title = (
-            f"{policy.label} on jaxlib {_compiler_version()} vs {stored.directory}, made on jaxlib "
-            f"{stored.metadata['jaxlib']} ({len(rows)} graphs, {changed} changed)"
+            f"{policy.label} on {compiler_title(_compiler_version())} vs {stored.directory}, made on "
+            f"{compiler_title(made_with(stored.metadata))} ({len(rows)} graphs, {changed} changed)"
         )
         listed = [c for c in comparisons if c.status() != "same"] if args.changed_only else comparisons
         print(f"{title}:")

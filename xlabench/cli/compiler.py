@@ -13,7 +13,17 @@ from xlabench.cli.arguments import NON_NEGATIVE
 from xlabench.errors import CompilerError, UserInputError
 from xlabench.graphs import resolve_graphs
 from xlabench.xla.catalogue import ACTION_SETS, load_catalogue
-from xlabench.xla.compilers import add_compiler, installed_compiler, managed_compilers, remove_compiler
+from xlabench.xla.compilers import (
+    add_compiler,
+    add_python_compiler,
+    add_variant_compiler,
+    add_wheel_compiler,
+    broken_compilers,
+    compiler_build,
+    installed_compiler,
+    managed_compilers,
+    remove_compiler,
+)
 from xlabench.xla.driver import default_driver
 from xlabench.xla.execute import judge_sequence
 from xlabench.xla.module import HloModule
@@ -57,41 +67,120 @@ def register(subparsers: Any) -> None:
 
 def register_compilers(subparsers: Any) -> None:
     """Add `compilers add|list|remove` to the `compilers` group's parser."""
-    add = subparsers.add_parser("add", help="make a managed environment with another jaxlib release")
-    add.add_argument("version", help=f"a jaxlib release ({supported_range()})")
+    add = subparsers.add_parser(
+        "add",
+        help="add a compiler by name: a jaxlib release, a local jaxlib wheel, an interpreter, or a "
+        "variant with XLA options",
+        description="One of: VERSION (a published release; its name is the version); --wheel PATH "
+        "--name NAME (a venv from a jaxlib wheel, e.g. your own build); --python PATH --name NAME (an "
+        "interpreter whose jaxlib is used as it is); --base NAME --xla-flags OPTIONS --name NAME (another "
+        "compiler with XLA options passed to every compile).",
+    )
+    add.add_argument("version", nargs="?", help=f"a jaxlib release ({supported_range()})")
+    add.add_argument("--wheel", metavar="PATH", help="a jaxlib wheel file (.whl)")
+    add.add_argument("--jax", metavar="VERSION", help="--wheel: the jax release to install with it")
+    add.add_argument("--jax-wheel", metavar="PATH", help="--wheel: a jax wheel to install with it")
+    add.add_argument("--python", metavar="PATH", help="an interpreter with jax and jaxlib installed")
+    add.add_argument("--base", metavar="NAME", help="the compiler a variant runs (with --xla-flags)")
+    add.add_argument(
+        "--xla-flags",
+        metavar="OPTIONS",
+        help='XLA options of a variant, as XLA_FLAGS holds them ("--xla_a=1 --xla_b=false")',
+    )
+    add.add_argument("--name", help="the new compiler's name (every kind but a release)")
     add.set_defaults(handler=run_compilers_add)
     listing = subparsers.add_parser("list", help="the installed compiler and the added ones")
     listing.add_argument("--json", action="store_true", help="print one JSON object")
     listing.set_defaults(handler=run_compilers_list)
-    remove = subparsers.add_parser("remove", help="delete an added compiler's environment")
-    remove.add_argument("version")
+    remove = subparsers.add_parser("remove", help="delete an added compiler")
+    remove.add_argument("name")
     remove.set_defaults(handler=run_compilers_remove)
 
 
 def run_compilers_add(args: argparse.Namespace) -> int:
-    """Add one release, showing progress on stderr."""
-    add_compiler(args.version, progress=lambda line: print(line, file=sys.stderr, flush=True))
+    """Add one compiler of the kind the options name, showing progress on stderr."""
+
+    def progress(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    kinds = {
+        "VERSION": args.version,
+        "--wheel": args.wheel,
+        "--python": args.python,
+        "--base": args.base,
+    }
+    given = [option for option, value in kinds.items() if value is not None]
+    if len(given) != 1:
+        raise UserInputError(
+            "compilers add: give one of VERSION, --wheel PATH, --python PATH or --base NAME"
+            + (f" (got {' and '.join(given)})" if given else "")
+        )
+    if (args.jax or args.jax_wheel) and args.wheel is None:
+        raise UserInputError("--jax and --jax-wheel go with --wheel")
+    if (args.xla_flags is None) != (args.base is None):
+        raise UserInputError("--base and --xla-flags go together: a variant is a base and its options")
+    if args.version is not None:
+        if args.name is not None and args.name != args.version:
+            raise UserInputError(f"a release's name is its version: drop --name {args.name}")
+        add_compiler(args.version, progress=progress)
+        return 0
+    if args.name is None:
+        raise UserInputError(f"compilers add {given[0]}: name it (--name NAME)")
+    if args.wheel is not None:
+        add_wheel_compiler(args.wheel, args.name, args.jax, args.jax_wheel, progress=progress)
+    elif args.python is not None:
+        add_python_compiler(args.python, args.name, progress=progress)
+    else:
+        add_variant_compiler(args.base, args.xla_flags, args.name, progress=progress)
     return 0
 
 
 def run_compilers_list(args: argparse.Namespace) -> int:
-    """List the compilers this install can run."""
+    """List the compilers this install can run: name, kind, jaxlib, options, build digest."""
     installed = installed_compiler()
     compilers = ([installed] if installed is not None else []) + managed_compilers()
+    broken = broken_compilers()
     if args.json:
-        rows = [{"version": c.version, "managed": c.managed, "python": c.python} for c in compilers]
-        print(json.dumps({"compilers": rows, "supported": supported_range()}))
+        rows = [
+            {
+                "name": c.name,
+                "kind": c.kind,
+                "jaxlib": c.version,
+                "version": c.version,
+                "managed": c.managed,
+                "python": c.python,
+                "xla_flags": list(c.xla_flags),
+                "base": c.base,
+                "build": compiler_build(c),
+            }
+            for c in compilers
+        ]
+        problems = [{"name": name, "problem": why} for name, why in broken]
+        print(json.dumps({"compilers": rows, "broken": problems, "supported": supported_range()}))
         return 0
+    print(f"{'name':18} {'kind':9} {'jaxlib':20} {'build':38} options / interpreter")
     for compiler in compilers:
-        where = compiler.python if compiler.managed else "this environment (the default)"
-        print(f"{compiler.version:10} {where}")
-    print(f"supported: {supported_range()}; add one with `xlabench compilers add VERSION`")
+        where = " ".join(compiler.xla_flags) or (
+            "this environment (the default)" if not compiler.managed else compiler.python
+        )
+        if compiler.base:
+            where = f"{compiler.base} + {where}"
+        print(
+            f"{compiler.name:18} {compiler.kind:9} {compiler.version:20} "
+            f"{compiler_build(compiler):38} {where}"
+        )
+    for name, why in broken:
+        print(f"{name:18} BROKEN    {why}")
+    print(
+        f"supported: {supported_range()} and builds with their API; add one with `xlabench compilers add "
+        "VERSION` (or --wheel, --python, --base; see --help)"
+    )
     return 0
 
 
 def run_compilers_remove(args: argparse.Namespace) -> int:
-    """Delete one managed environment."""
-    print(f"removed {remove_compiler(args.version)}")
+    """Delete one managed compiler."""
+    print(f"removed {remove_compiler(args.name)}")
     return 0
 
 

@@ -11,14 +11,17 @@ from xlabench.eval.compiler_diff import print_diff, run_compiler_diff, write_dif
 from xlabench.eval.evaluate import DEFAULT_POLICY
 from xlabench.files import write_json
 from xlabench.graphs import resolve_graphs
-from xlabench.xla.compilers import resolve_compiler
+from xlabench.xla.compilers import compiler_build, resolve_compiler
+from xlabench.xla.releases import compiler_title
 
 
 def register(subparsers: Any) -> None:
     """Add `compilers diff` to the `compilers` group."""
     parser = subparsers.add_parser("diff", help="what a compiler change does to every graph, and which pass")
-    parser.add_argument("base", help="jaxlib release of the base (the installed one, or an added one)")
-    parser.add_argument("head", help="jaxlib release of the head")
+    parser.add_argument(
+        "base", help="the base compiler: a release or an added compiler's name (`compilers list`)"
+    )
+    parser.add_argument("head", help="the head compiler, named the same way")
     parser.add_argument("--graphs", default="all", help="graph SPEC (default all)")
     parser.add_argument("--policy", default=DEFAULT_POLICY, help=f"NAME[@vX.Y] (default {DEFAULT_POLICY})")
     parser.add_argument("--json", metavar="FILE", help="write the diff as one JSON document")
@@ -42,8 +45,13 @@ def run_diff_command(args: argparse.Namespace) -> int:
     if args.tolerance < 0:
         raise UserInputError(f"--tolerance must be 0 or more, not {args.tolerance}")
     base, head = resolve_compiler(args.base), resolve_compiler(args.head)
-    if base == head:
-        raise UserInputError(f"base and head are both jaxlib {base.version}: nothing to diff")
+    if base.name == head.name:
+        raise UserInputError(f"base and head are both {compiler_title(base.name)}: nothing to diff")
+    if compiler_build(base) == compiler_build(head):
+        raise UserInputError(
+            f"{compiler_title(base.name)} and {compiler_title(head.name)} are one build "
+            f"({compiler_build(base)}): nothing to diff"
+        )
     graphs = resolve_graphs(args.graphs)
     diff = run_compiler_diff(
         base, head, graphs, args.policy, not args.no_runtime, args.repeats, args.workers, args.tolerance

@@ -175,7 +175,7 @@ def run_retrain(args: argparse.Namespace) -> int:
             "validation": [args.select_on, args.validate_every] if validation is not None else None,
             "environments": args.workers,
             "packages": package_versions(),
-            "compiler": default_driver().jaxlib_version,  # the release it trains with (--compiler)
+            "compiler": default_driver().compiler.name,  # the compiler it trains with (--compiler)
         }
         if warm_start is not None:  # how its demonstrations are made (a key only then: older DIRs resume)
             settings["expert"] = EXPERT[environment.observe_xla_order]

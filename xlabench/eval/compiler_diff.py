@@ -27,10 +27,10 @@ from xlabench.graphs import Graph
 from xlabench.policies.policy import load_policy
 from xlabench.xla import PassDriver
 from xlabench.xla.attribution import Attribution, attribute_default, attribute_sequence
-from xlabench.xla.compilers import Compiler
+from xlabench.xla.compilers import Compiler, describe_compiler
 from xlabench.xla.execute import compare_outputs
 from xlabench.xla.pool import CompilerPool
-from xlabench.xla.releases import UnsupportedCompiler
+from xlabench.xla.releases import UnsupportedCompiler, is_release
 
 
 @dataclass
@@ -105,6 +105,8 @@ class CompilerDiff:
     graphs: list[GraphDiff]
     tolerance: float
     runtime: bool
+    # Per side ("base", "head"): the compiler's kind, jaxlib, XLA options and build identity.
+    compilers: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def regressions(self) -> list[dict[str, str]]:
         """Graphs that regressed on head, with why and the pass that did it."""
@@ -133,6 +135,7 @@ class CompilerDiff:
         return {
             "base": self.base,
             "head": self.head,
+            "compilers": self.compilers,
             "policy": self.policy,
             "tolerance": self.tolerance,
             "runtime": self.runtime,
@@ -248,6 +251,11 @@ def _where_the_policy_chose_otherwise(entry: GraphDiff, masked: tuple[str, ...])
     return Attribution("policy choice", ours, None, step, effect)
 
 
+def _named(name: str) -> str:
+    """A compiler as reports name it: "jaxlib 0.10.1" for a release, else its own name."""
+    return f"jaxlib {name}" if is_release(name) else name
+
+
 def run_compiler_diff(
     base: Compiler,
     head: Compiler,
@@ -268,7 +276,7 @@ def run_compiler_diff(
         entries: list[GraphDiff] = []
         lock = threading.Lock()
         progress = tqdm(
-            total=len(graphs), desc=f"diff {base.version} -> {head.version}", unit="graph", file=sys.stderr
+            total=len(graphs), desc=f"diff {base.name} -> {head.name}", unit="graph", file=sys.stderr
         )
 
         def run(graph: Graph) -> None:
@@ -283,8 +291,11 @@ def run_compiler_diff(
         finally:
             progress.close()
         return CompilerDiff(
-            base=base.version,
-            head=head.version,
+            base=base.name,
+            head=head.name,
+            compilers={
+                side: describe_compiler(compiler) for side, compiler in (("base", base), ("head", head))
+            },
             policy=policy.label,
             catalogue=catalogue_diff(*drivers),
             action_match={
@@ -303,7 +314,7 @@ def run_compiler_diff(
 def print_diff(diff: CompilerDiff) -> None:
     """The catalogue change, every graph that moved, and the regressions."""
     catalogue = diff.catalogue
-    print(f"jaxlib {diff.base} -> {diff.head}, policy {diff.policy}, {len(diff.graphs)} graphs")
+    print(f"{_named(diff.base)} -> {diff.head}, policy {diff.policy}, {len(diff.graphs)} graphs")
     print(f"passes added: {', '.join(catalogue['added']) or 'none'}")
     print(f"passes removed: {', '.join(catalogue['removed']) or 'none'}")
     print(f"passes moved: {', '.join(m['pass'] for m in catalogue['moved']) or 'none'}")
@@ -360,16 +371,16 @@ def write_diff_report(directory: str, diff: CompilerDiff, command: str) -> None:
         ]
         axis.scatter(range(len(names)), values, label=label, marker=marker, s=14)
     axis.axhline(0, color="grey", linewidth=0.8)
-    axis.set_ylabel(f"op count change, jaxlib {diff.head} vs {diff.base} (%)")
+    axis.set_ylabel(f"op count change, {_named(diff.head)} vs {diff.base} (%)")
     axis.set_xlabel("graph (alphabetical)")
-    axis.set_title(f"{diff.policy}: jaxlib {diff.base} -> {diff.head}")
+    axis.set_title(f"{diff.policy}: {_named(diff.base)} -> {diff.head}")
     axis.legend()
     image = png_bytes(figure, dpi=110)
 
     catalogue = diff.catalogue
     moved_passes = ", ".join(f"{m['pass']} ({m['base']} -> {m['head']})" for m in catalogue["moved"])
     lines = [
-        f"# jaxlib {diff.base} -> {diff.head}: {diff.policy} on {len(diff.graphs)} graphs",
+        f"# {_named(diff.base)} -> {diff.head}: {diff.policy} on {len(diff.graphs)} graphs",
         "",
         f"Command: `{command}`",
         "",

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from xlabench.baselines.compare import MIN_RUN_SECONDS, Tolerances
-from xlabench.baselines.storage import baselines_directory, load
+from xlabench.baselines.storage import baselines_directory, load, made_with
 from xlabench.errors import CompilerError, DriverError, UserInputError
 from xlabench.eval.records import figure
 from xlabench.files import write_json
@@ -48,6 +48,7 @@ from xlabench.xla import PassDriver
 from xlabench.xla.attribution import attribute_default, attribute_sequence
 from xlabench.xla.compilers import resolve_compiler
 from xlabench.xla.pool import CompilerPool
+from xlabench.xla.releases import compiler_title
 
 if TYPE_CHECKING:
     from xlabench.baselines.records import BaselineEntry
@@ -191,9 +192,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("xlabench_policies", "policies directory, relative to the rootdir (--xlabench-policies)")
     group.addoption(
         "--xlabench-compiler",
-        metavar="VERSION",
-        help="judge the policies and the stored baselines with this jaxlib release (the installed one, or "
-        "one added with `xlabench compilers add`): a regression names the pass that made it",
+        metavar="NAME",
+        help="judge the policies and the stored baselines with this compiler (a release, or a name added "
+        "with `xlabench compilers add`): a regression names the pass that made it",
     )
     group.addoption(
         "--xlabench-examples",
@@ -372,7 +373,7 @@ class Judge:
         self.driver = PassDriver(pool=self.pool, disabled_passes=settings.disabled_passes or None)
         self._policies: dict[str, Any] = {}
         self._baselines: dict[str, Any] = {}
-        self._reference: dict[str, Any] = {}  # jaxlib -> (pool, driver) of a baseline's own compiler
+        self._reference: dict[str, Any] = {}  # compiler name -> (pool, driver) of a baseline's own compiler
         self._known_gaps: list[Any] | None = None
         self._scopes: dict[str, set[str]] = {}
 
@@ -389,7 +390,7 @@ class Judge:
         name = policy.artifact.metadata["name"]
         if name not in self._baselines:
             self._baselines[name] = load(
-                name, policy.label, self.driver.jaxlib_version, True, self.settings.baselines
+                name, policy.label, self.driver.compiler.name, True, self.settings.baselines
             )
         return self._baselines[name]
 
@@ -409,16 +410,17 @@ class Judge:
             self._known_gaps = load_known_gaps(root / KNOWN_GAPS_FILE)
         return self._known_gaps
 
-    def changed_by(self, case: Case, row: EvaluationRow, baseline: BaselineEntry, jaxlib: str) -> str | None:
-        """The pass that made R or D differ from the baseline's own compiler (when that one can run here)."""
+    def changed_by(self, case: Case, row: EvaluationRow, baseline: BaselineEntry, made: str) -> str | None:
+        """The pass that made R or D differ from the baseline's own compiler `made` (a name; when that one
+        can run here)."""
 
-        if jaxlib == self.driver.jaxlib_version or self.driver.disabled_passes:
+        if made == self.driver.compiler.name or self.driver.disabled_passes:
             return None
         try:
-            if jaxlib not in self._reference:
-                pool = CompilerPool(size=1, compiler=resolve_compiler(jaxlib))
-                self._reference[jaxlib] = (pool, PassDriver(pool=pool))
-            reference = self._reference[jaxlib][1]
+            if made not in self._reference:
+                pool = CompilerPool(size=1, compiler=resolve_compiler(made))
+                self._reference[made] = (pool, PassDriver(pool=pool))
+            reference = self._reference[made][1]
             text = case.graph.hlo_text()
             found = None
             if row.policy_ops != baseline.policy_ops or row.sequence != baseline.sequence:
@@ -430,7 +432,9 @@ class Judge:
         except (CompilerError, DriverError, UserInputError) as error:
             return f"not attributed: {error}"
         return (
-            None if found is None else f"jaxlib {jaxlib} -> {self.driver.jaxlib_version}: {found.describe()}"
+            None
+            if found is None
+            else f"{compiler_title(made)} -> {self.driver.compiler.name}: {found.describe()}"
         )
 
     def verdict(self, case: Case) -> Any:
@@ -473,13 +477,13 @@ class Judge:
             )
         origin, changed_by = None, None
         if baseline is not None:
-            origin = f"{stored.directory} ({stored.policy}, jaxlib {stored.metadata['jaxlib']})"
+            origin = f"{stored.directory} ({stored.policy}, {compiler_title(made_with(stored.metadata))})"
             if failures:
-                changed_by = self.changed_by(case, row, baseline, stored.metadata["jaxlib"])
+                changed_by = self.changed_by(case, row, baseline, made_with(stored.metadata))
         verdict = Verdict(
             case.graph.name,
             policy.label,
-            self.driver.jaxlib_version,
+            self.driver.compiler.name,
             self.driver.disabled_passes,
             row,
             baseline,
@@ -572,7 +576,7 @@ class SessionSummary:
         if not verdicts:
             return
         change = f", {', '.join(settings.disabled_passes)} disabled" if settings.disabled_passes else ""
-        change += f", on jaxlib {verdicts[0]['jaxlib']}" if verdicts else ""
+        change += f", on {compiler_title(verdicts[0]['jaxlib'])}" if verdicts else ""
         change += "" if settings.runtime else ", runtime gate off (--xlabench-no-runtime)"
         failed = sum(1 for verdict in verdicts if verdict["failures"])
         known = sum(1 for verdict in verdicts if verdict.get("known") and not verdict["failures"])

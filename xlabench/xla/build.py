@@ -16,6 +16,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import subprocess
 import sys
 
 from xlabench.files import write_atomically
@@ -27,8 +28,58 @@ BUILD_VARIABLE = "XLABENCH_COMPILER_BUILD"
 _DIGESTS_FILE = "compiler-builds.json"
 
 
+# Run by another interpreter to say where its jaxlib is and which version it is, without importing it.
+_JAXLIB_QUERY = (
+    "import importlib.util, json, sys\n"
+    "from importlib import metadata\n"
+    "spec = importlib.util.find_spec('jaxlib')\n"
+    "where = list(spec.submodule_search_locations or []) if spec else []\n"
+    "def version(name):\n"
+    "    try:\n"
+    "        return metadata.version(name)\n"
+    "    except metadata.PackageNotFoundError:\n"
+    "        return None\n"
+    "print(json.dumps({'python': sys.version.split()[0], 'jaxlib': version('jaxlib'), 'jax': version('jax'),"
+    " 'numpy': version('numpy'), 'jaxlib_directory': where[0] if where else None}))\n"
+)
+
+
+class InterpreterQueryFailed(Exception):
+    """The interpreter did not run the query (not a Python, or one that fails at start)."""
+
+
+@functools.cache
+def interpreter_packages(python: str) -> dict[str, str | None]:
+    """What an interpreter has: its Python version, jax, jaxlib and numpy versions, its jaxlib folder."""
+    try:
+        finished = subprocess.run(
+            [python, "-c", _JAXLIB_QUERY],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=_query_environment(),
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise InterpreterQueryFailed(str(error)) from None
+    lines = (finished.stdout or "").strip().splitlines()
+    if finished.returncode != 0 or not lines:
+        last = (finished.stderr or finished.stdout).strip().splitlines()
+        raise InterpreterQueryFailed(last[-1] if last else f"exit {finished.returncode}")
+    try:
+        answer = json.loads(lines[-1])
+    except ValueError:
+        raise InterpreterQueryFailed(f"an answer that is not JSON: {lines[-1][:80]}") from None
+    return answer
+
+
+def _query_environment() -> dict[str, str]:
+    """The environment without this process's PYTHONPATH: the interpreter's own packages answer."""
+    return {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "PYTHONHOME")}
+
+
 def jaxlib_directory(python: str) -> str | None:
-    """The jaxlib package folder of an interpreter: this one's (found, not imported), or a managed venv's."""
+    """The jaxlib package folder of an interpreter: this one's (found, not imported), a managed venv's,
+    or where any other interpreter says it is."""
     # A venv's interpreter is a link to the base one: compared by path, not by what it resolves to.
     if python == sys.executable:
         spec = importlib.util.find_spec("jaxlib")
@@ -36,7 +87,12 @@ def jaxlib_directory(python: str) -> str | None:
         return locations[0] if locations else None
     environment = os.path.dirname(os.path.dirname(python))
     found = sorted(glob.glob(os.path.join(environment, "lib*", "python*", "site-packages", "jaxlib")))
-    return found[0] if found else None
+    if found:
+        return found[0]
+    try:
+        return interpreter_packages(python).get("jaxlib_directory")
+    except InterpreterQueryFailed:
+        return None
 
 
 def _native_files(directory: str) -> list[tuple[str, int, int]]:
@@ -112,8 +168,12 @@ def worker_code_digest() -> str:
     return digest.hexdigest()
 
 
-def build_identity(version: str, python: str) -> str:
-    """The key caches use for a compiler: release, native-code digest and driver-code digest."""
+def build_identity(version: str, python: str, xla_flags: tuple[str, ...] = ()) -> str:
+    """The key caches use for a compiler: release, native-code digest and driver-code digest, and a
+    digest of the XLA options its workers pass to every compile (when there are any)."""
     directory = jaxlib_directory(python)
     native = native_digest(directory) if directory is not None else "unknown"
-    return f"{version}+{native[:12]}.{worker_code_digest()[:8]}"
+    identity = f"{version}+{native[:12]}.{worker_code_digest()[:8]}"
+    if xla_flags:
+        identity += "~" + hashlib.sha256("\0".join(xla_flags).encode()).hexdigest()[:8]
+    return identity

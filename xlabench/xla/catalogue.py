@@ -555,14 +555,15 @@ def discover(compiler: Compiler, timeout: float = 600) -> PassCatalogue:
 
 def _discovery_reproducer(compiler: Compiler, kind: str, message: str, stderr_tail: str) -> str | None:
     """error.json of a discovery that died or hung, in the crash directory; None if it cannot be written."""
-    directory = os.path.join(crash_directory(), f"{kind}-discover-pipeline-{compiler.version}")
+    directory = os.path.join(crash_directory(), f"{kind}-discover-pipeline-{compiler.name}")
     details = {
         "kind": kind,
         "function": "discover_pipeline",
         "message": message,
         "stderr_tail": stderr_tail,
         "jaxlib": compiler.version,
-        "replay": f"xlabench passes --compiler {compiler.version}",
+        "compiler": compiler.name,
+        "replay": f"xlabench passes --compiler {compiler.name}",
     }
     try:
         write_json(os.path.join(directory, "error.json"), details)
@@ -583,9 +584,9 @@ def catalogue_path(compiler: Compiler) -> str:
 def load_catalogue(refresh: bool = False, compiler: Compiler | None = None) -> PassCatalogue:
     """A compiler's catalogue (default: `resolve_compiler()`), from the cache or discovered and cached."""
     compiler = compiler or resolve_compiler()
-    version = compiler.version
-    if version in _loaded and not refresh:
-        return _loaded[version]
+    build = compiler_build(compiler)
+    if build in _loaded and not refresh:
+        return _loaded[build]
     path = catalogue_path(compiler)
     if not refresh and os.path.exists(path):
         try:
@@ -593,8 +594,8 @@ def load_catalogue(refresh: bool = False, compiler: Compiler | None = None) -> P
                 data = json.load(handle)
             if data.get("format") == CATALOGUE_FORMAT:
                 # Classes come from the tables in this file, so re-classify the cached tree.
-                _loaded[version] = classify(data["tree"], data["jaxlib_version"])
-                return _loaded[version]
+                _loaded[build] = classify(data["tree"], data["jaxlib_version"])
+                return _loaded[build]
         except (OSError, ValueError, KeyError, TypeError):
             pass  # a damaged cache is rediscovered
     catalogue = discover(compiler)
@@ -602,5 +603,5 @@ def load_catalogue(refresh: bool = False, compiler: Compiler | None = None) -> P
         write_atomically(path, json.dumps(catalogue.to_dict(), indent=1).encode())
     except OSError as error:  # discovered again by the next process
         cache_unwritable(path, error)
-    _loaded[version] = catalogue
+    _loaded[build] = catalogue
     return catalogue

@@ -27,10 +27,18 @@ def discover_pipeline() -> str:
     return jaxlib_version()
 
 
+def probe_build() -> dict[str, str]:
+    """Compile the probe module (XLA's options in effect, jax lowering it): the jaxlib version and the
+    supported release whose API it has. What `xlabench compilers add` asks a new compiler."""
+    hlo_text.compile_text(adapter.probe_module_text(), {})
+    return {"jaxlib": jaxlib_version(), "api": adapter.api_release()}
+
+
 # Every function a worker serves, under the name a caller asks for it by.
 REGISTRY: dict[str, Callable[..., Any]] = {
     "jaxlib_version": jaxlib_version,
     "discover_pipeline": discover_pipeline,
+    "probe_build": probe_build,
     "describe": analysis.describe,
     "features": analysis.features,
     "parameter_specs": analysis.parameter_specs,

@@ -1,70 +1,122 @@
-"""Compilers side by side: the installed jaxlib, and managed environments with other releases.
+"""Compilers by name, side by side: the installed jaxlib, and managed entries of four kinds.
 
 The calling process never imports jax: every compile runs in a worker (`xlabench.xla.pool`), and a
-worker can run under any interpreter that has jax, jaxlib and numpy. `xlabench compilers add 0.10.1`
-makes such an interpreter -- a venv with `jax==0.10.1 jaxlib==0.10.1` and the numpy of this
-process, nothing else (no torch) -- under `$XLABENCH_CACHE_DIR/compilers/0.10.1/`. A compiler is
-named by its jaxlib release everywhere (`--compiler 0.10.1`, `XLABENCH_COMPILER=0.10.1`); caches
-key on that release, so releases never share a transition.
+worker can run under any interpreter that has jax, jaxlib and numpy. `xlabench compilers add` keeps
+each compiler under `$XLABENCH_CACHE_DIR/compilers/NAME/` with its record, `compiler.json`:
 
-An environment is built in a temporary folder and renamed into place only once its worker has
-answered, so an interrupted or failed `add` leaves nothing behind.
+- a release (`add 0.10.1`; its name is the version): a venv with `jax==V jaxlib==V` and the numpy of
+  this process, nothing else (no torch);
+- a wheel (`add --wheel PATH --name NAME`): a venv with a local jaxlib wheel -- a developer's own
+  build -- and a matching jax;
+- an interpreter (`add --python PATH --name NAME`): its installed jaxlib used as it is, nothing
+  installed into it;
+- a variant (`add --base NAME --xla-flags "..." --name NAME2`): another compiler's interpreter with
+  explicit XLA options, passed (as `XLA_FLAGS`) to every compile its workers make.
+
+A wheel's or an interpreter's jaxlib may carry any version: it is served when the adapter finds the
+API of a supported release in it. Caches key on the build (`compiler_build`: the native code's
+digest and the options), so no two compilers share a cached result.
+
+An entry is built in a temporary folder and renamed into place only once its worker has answered,
+so an interrupted or failed `add` leaves nothing behind.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from email.parser import HeaderParser
 from importlib import metadata
+from typing import Any
 
 from xlabench.errors import UserInputError
 from xlabench.files import write_json
-from xlabench.xla.build import build_identity
+from xlabench.xla.build import InterpreterQueryFailed, build_identity, interpreter_packages
 from xlabench.xla.cache import cache_directory
-from xlabench.xla.releases import check_supported, parse_version
+from xlabench.xla.releases import ACCEPT_BUILD_VARIABLE, check_supported, is_release, parse_version
 from xlabench.xla.worker_process import Worker, WorkerDied, WorkerTimedOut
 
 COMPILER_VARIABLE = "XLABENCH_COMPILER"
 _RECORD = "compiler.json"  # written last: a folder without it is not a compiler
+KINDS = ("installed", "release", "wheel", "python", "variant")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
+_XLA_OPTION = re.compile(r"--xla_[A-Za-z0-9_]+(=\S*)?")
 
 
 @dataclass(frozen=True)
 class Compiler:
-    """One XLA compiler: its jaxlib release and the interpreter its workers run under."""
+    """One XLA compiler by name: its jaxlib, the interpreter its workers run under, its XLA options."""
 
-    version: str
+    name: str
+    version: str  # the jaxlib version its workers report
     python: str
-    managed: bool  # made by `xlabench compilers add` (else: the jaxlib installed beside xlabench)
+    kind: str = "installed"
+    xla_flags: tuple[str, ...] = ()  # passed to every compile its workers make
+    base: str | None = None  # a variant's base compiler
+    build: bool = False  # registered as a build: any version, served when its API fits
+
+    @property
+    def managed(self) -> bool:
+        """Made by `xlabench compilers add` (else: the jaxlib installed beside xlabench)."""
+        return self.kind != "installed"
 
     @property
     def label(self) -> str:
-        """How listings name it."""
-        return f"jaxlib {self.version}" + ("" if self.managed else " (installed)")
+        """How listings and messages name it."""
+        if self.kind == "installed":
+            return f"jaxlib {self.version} (installed)"
+        if self.kind == "release":
+            return f"jaxlib {self.version}"
+        options = f", {' '.join(self.xla_flags)}" if self.xla_flags else ""
+        return f"{self.name} (jaxlib {self.version}, {self.kind}{options})"
+
+    def worker_environment(self) -> dict[str, str]:
+        """What its workers' environment must hold beyond the defaults: its XLA options, build acceptance."""
+        environment = {"XLA_FLAGS": " ".join(self.xla_flags)} if self.xla_flags else {}
+        if self.build:
+            environment[ACCEPT_BUILD_VARIABLE] = "1"
+        return environment
 
 
-_builds: dict[tuple[str, str], str] = {}
+_builds: dict[Compiler, str] = {}
 
 
 def compiler_build(compiler: Compiler) -> str:
     """The compiler's build identity (`xlabench.xla.build`): what every cache keys its results by."""
-    key = (compiler.version, compiler.python)
-    if key not in _builds:
-        _builds[key] = build_identity(compiler.version, compiler.python)
-    return _builds[key]
+    if compiler not in _builds:
+        _builds[compiler] = build_identity(compiler.version, compiler.python, compiler.xla_flags)
+    return _builds[compiler]
+
+
+def describe_compiler(compiler: Compiler) -> dict[str, Any]:
+    """What records and reports keep of a compiler: name, kind, jaxlib, XLA options, base, build."""
+    return {
+        "name": compiler.name,
+        "kind": compiler.kind,
+        "jaxlib": compiler.version,
+        "xla_flags": list(compiler.xla_flags),
+        "base": compiler.base,
+        "build": compiler_build(compiler),
+    }
 
 
 COMPILERS_DIRECTORY_VARIABLE = "XLABENCH_COMPILERS_DIR"
 
 
 def compilers_directory() -> str:
-    """Where managed compiler environments live: $XLABENCH_COMPILERS_DIR or the cache's compilers/."""
+    """Where managed compilers live: $XLABENCH_COMPILERS_DIR or the cache's compilers/."""
     return os.environ.get(COMPILERS_DIRECTORY_VARIABLE) or os.path.join(cache_directory(), "compilers")
 
 
@@ -74,123 +126,422 @@ def installed_compiler() -> Compiler | None:
         version = metadata.version("jaxlib")
     except metadata.PackageNotFoundError:
         return None
-    return Compiler(version, sys.executable, managed=False)
+    return Compiler(version, version, sys.executable)
 
 
 def _environment_python(directory: str) -> str:
     return os.path.join(directory, "Scripts" if os.name == "nt" else "bin", "python")
 
 
+def _read_record(directory: str) -> dict[str, Any] | None:
+    """A managed compiler's record, None when its folder has none (or an unreadable one)."""
+    try:
+        with open(os.path.join(directory, _RECORD)) as handle:
+            record = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _broken(name: str, directory: str, why: str) -> UserInputError:
+    """The one line for a managed compiler that cannot run."""
+    subject = f"jaxlib {name}" if is_release(name) else f"compiler {name}"
+    return UserInputError(
+        f"{subject}: the environment {directory} is broken ({why}); "
+        f"`xlabench compilers remove {name}`, then add it again"
+    )
+
+
+def _from_record(name: str, directory: str, record: dict[str, Any]) -> Compiler:
+    """The compiler a record describes (a variant's base resolved); UserInputError when it cannot run."""
+    kind = record.get("kind", "release")  # records before compilers had kinds are releases
+    if kind == "variant":
+        try:
+            base = resolve_compiler(str(record["base"]))
+        except UserInputError as error:
+            raise UserInputError(
+                f"compiler {name}: its base {record.get('base')} cannot run: {error}"
+            ) from None
+        flags = tuple(base.xla_flags) + tuple(record.get("xla_flags") or ())
+        return Compiler(name, base.version, base.python, kind, flags, base.name, base.build)
+    if kind == "python":
+        python = str(record.get("interpreter"))
+        try:
+            version = interpreter_packages(python).get("jaxlib")
+        except InterpreterQueryFailed as error:
+            raise UserInputError(f"compiler {name}: its interpreter {python} does not run: {error}") from None
+        if version is None:
+            raise UserInputError(f"compiler {name}: its interpreter {python} has no jaxlib any more")
+        return Compiler(name, str(version), python, kind, build=True)
+    if kind not in ("release", "wheel"):
+        raise _broken(name, directory, f"a record of kind {kind!r}")
+    python = _environment_python(directory)
+    if not os.access(python, os.X_OK):
+        raise _broken(name, directory, "no interpreter")
+    return Compiler(name, str(record.get("jaxlib")), python, kind, build=kind == "wheel")
+
+
 def managed_compilers() -> list[Compiler]:
-    """Every environment `xlabench compilers add` made, oldest release first."""
-    found: list[Compiler] = []
+    """Every compiler `xlabench compilers add` made that can run: releases oldest first, then by name."""
+    return [compiler for compiler in _managed_entries() if isinstance(compiler, Compiler)]
+
+
+def broken_compilers() -> list[tuple[str, str]]:
+    """(name, why) of each managed entry that cannot run (a removed base, a deleted interpreter)."""
+    return [entry for entry in _managed_entries() if isinstance(entry, tuple)]
+
+
+def _managed_entries() -> list[Compiler | tuple[str, str]]:
+    found: list[Compiler | tuple[str, str]] = []
     root = compilers_directory()
     if not os.path.isdir(root):
         return found
     for name in os.listdir(root):
         directory = os.path.join(root, name)
-        if name.startswith(".") or not os.path.isfile(os.path.join(directory, _RECORD)):
+        record = _read_record(directory) if not name.startswith(".") else None
+        if record is None:
             continue
-        found.append(Compiler(name, _environment_python(directory), managed=True))
-    return sorted(found, key=lambda compiler: parse_version(compiler.version))
+        try:
+            found.append(_from_record(name, directory, record))
+        except UserInputError as error:
+            found.append((name, str(error)))
+
+    def order(entry: Compiler | tuple[str, str]) -> tuple[int, tuple[int, ...], str]:
+        name = entry.name if isinstance(entry, Compiler) else entry[0]
+        return (0, parse_version(name), "") if is_release(name) else (1, (), name)
+
+    return sorted(found, key=order)
 
 
-def resolve_compiler(version: str | None = None) -> Compiler:
-    """The compiler named by `version`, or by $XLABENCH_COMPILER, or else the installed one.
+def _check_name_form(name: str) -> None:
+    """A release number, or a name of letters, digits and . _ + - (it names a folder)."""
+    if not is_release(name) and not _NAME.fullmatch(name):
+        raise UserInputError(
+            f"{name!r}: not a compiler name (a release number, or up to 64 letters, digits and . _ + -)"
+        )
 
-    Raises UserInputError (one line) for a release outside the supported range, one not added,
-    or a managed environment that is broken.
+
+def resolve_compiler(name: str | None = None) -> Compiler:
+    """The compiler named `name`, or by $XLABENCH_COMPILER, or else the installed one.
+
+    Raises UserInputError (one line) for a release outside the supported range, a compiler not
+    added, or a managed one that is broken.
     """
-    version = version or os.environ.get(COMPILER_VARIABLE) or None
+    name = name or os.environ.get(COMPILER_VARIABLE) or None
     installed = installed_compiler()
-    if version is None or (installed is not None and version == installed.version):
+    if name is None or (installed is not None and name == installed.name):
         if installed is None:
             raise UserInputError(
                 "no jaxlib is installed here: install xlabench with its default jaxlib, or name an added "
-                f"compiler (--compiler VERSION, {COMPILER_VARIABLE})"
+                f"compiler (--compiler NAME, {COMPILER_VARIABLE})"
             )
         check_supported(installed.version)
         return installed
-    check_supported(version)
-    directory = os.path.join(compilers_directory(), version)
+    return _resolve_managed(name)
+
+
+@functools.lru_cache(maxsize=64)
+def _resolve_cached(name: str, root: str, stamp: float) -> Compiler:
+    directory = os.path.join(root, name)
+    record = _read_record(directory)
+    if record is None:
+        raise _broken(name, directory, f"no {_RECORD}")
+    return _from_record(name, directory, record)
+
+
+def _resolve_managed(name: str) -> Compiler:
+    """A managed compiler by name (remembered while its record is unchanged)."""
+    if is_release(name):
+        check_supported(name)
+    _check_name_form(name)
+    directory = os.path.join(compilers_directory(), name)
     if not os.path.isdir(directory):
-        raise UserInputError(f"jaxlib {version} is not added: run `xlabench compilers add {version}`")
-    python = _environment_python(directory)
-    if not os.path.isfile(os.path.join(directory, _RECORD)) or not os.access(python, os.X_OK):
-        raise UserInputError(
-            f"jaxlib {version}: the environment {directory} is broken (no {_RECORD} or no interpreter); "
-            f"`xlabench compilers remove {version}`, then add it again"
-        )
-    return Compiler(version, python, managed=True)
+        if is_release(name):
+            raise UserInputError(f"jaxlib {name} is not added: run `xlabench compilers add {name}`")
+        raise UserInputError(f"compiler {name} is not added (see `xlabench compilers list`)")
+    try:
+        stamp = os.stat(os.path.join(directory, _RECORD)).st_mtime_ns
+    except OSError:
+        raise _broken(name, directory, f"no {_RECORD}") from None
+    return _resolve_cached(name, compilers_directory(), stamp)
+
+
+def _check_new_name(name: str) -> None:
+    """A name `add` may give: well formed, not a release number (kept for releases), not taken."""
+    _check_name_form(name)
+    if is_release(name):
+        raise UserInputError(f"{name}: a release number names that release; give a build another --name")
+    installed = installed_compiler()
+    if (installed is not None and name == installed.name) or os.path.exists(
+        os.path.join(compilers_directory(), name)
+    ):
+        raise UserInputError(f"compiler {name} already exists (`xlabench compilers remove {name}` first)")
 
 
 def add_compiler(version: str, progress: Callable[[str], None] = print) -> Compiler:
-    """Make the managed environment of jaxlib `version` (pip, showing its progress); return the compiler.
+    """Make the managed environment of jaxlib release `version` (pip, showing its progress).
 
     Already added: returned as it is. A release outside the range, or one the registry does not
     have: UserInputError, and nothing is left behind.
     """
-    from filelock import FileLock  # the caller's side only: compiler workers never add
-
     check_supported(version)
     installed = installed_compiler()
     if installed is not None and installed.version == version:
         progress(f"jaxlib {version} is the installed compiler: nothing to add")
         return installed
-    os.makedirs(compilers_directory(), exist_ok=True)
-    # Two adds of one release at once: the second waits, then finds it added. The lock file stands
-    # beside the folder, so the folder holds environments only.
-    with FileLock(f"{compilers_directory().rstrip(os.sep)}-{version}.lock"):
-        return _add_unlocked(version, progress)
-
-
-def _add_unlocked(version: str, progress: Callable[[str], None]) -> Compiler:
     target = os.path.join(compilers_directory(), version)
-    if os.path.isfile(os.path.join(target, _RECORD)):
-        progress(f"jaxlib {version} is already added ({target})")
-        return Compiler(version, _environment_python(target), managed=True)
-    if os.path.exists(target):
+    with _name_lock(version):
+        if _read_record(target) is not None:
+            progress(f"jaxlib {version} is already added ({target})")
+            return resolve_compiler(version)
+        if os.path.exists(target):
+            raise UserInputError(
+                f"jaxlib {version}: {target} exists but is not a finished environment; "
+                f"`xlabench compilers remove {version}`, then add it again"
+            )
+        packages = [f"jax=={version}", f"jaxlib=={version}", f"numpy=={metadata.version('numpy')}"]
+        record = {"kind": "release", "name": version, "jaxlib": version, "packages": packages}
+        return _make_environment(version, f"jaxlib {version}", packages, record, progress)
+
+
+@dataclass(frozen=True)
+class WheelFile:
+    """A wheel file's distribution and version, read from its own METADATA."""
+
+    path: str
+    distribution: str
+    version: str
+    sha256: str
+
+
+def read_wheel(path: str) -> WheelFile:
+    """The distribution and version of a wheel file; UserInputError (one line) for anything else."""
+    if not os.path.isfile(path):
+        raise UserInputError(f"{path}: no such file")
+    if not path.endswith(".whl"):
+        raise UserInputError(f"{path}: not a wheel (a .whl file, as `python build/build.py` in jax makes)")
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = [n for n in archive.namelist() if re.fullmatch(r"[^/]+\.dist-info/METADATA", n)]
+            if len(names) != 1:
+                raise UserInputError(f"{path}: not a wheel (no single *.dist-info/METADATA in it)")
+            headers = HeaderParser().parsestr(archive.read(names[0]).decode("utf-8", "replace"))
+    except zipfile.BadZipFile:
+        raise UserInputError(f"{path}: not a wheel (not a zip archive)") from None
+    distribution, version = headers.get("Name"), headers.get("Version")
+    if not distribution or not version:
+        raise UserInputError(f"{path}: not a wheel (its METADATA names no Name or Version)")
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    name = re.sub(r"[-_.]+", "-", distribution).lower()
+    return WheelFile(os.path.abspath(path), name, version, digest.hexdigest())
+
+
+def add_wheel_compiler(
+    wheel: str,
+    name: str,
+    jax: str | None = None,
+    jax_wheel: str | None = None,
+    progress: Callable[[str], None] = print,
+) -> Compiler:
+    """A managed environment from a local jaxlib wheel and a matching jax (a release, or a jax wheel)."""
+    _check_new_name(name)
+    found = read_wheel(wheel)
+    if found.distribution != "jaxlib":
+        raise UserInputError(f"{wheel}: a wheel of {found.distribution}, not of jaxlib")
+    if jax is not None and jax_wheel is not None:
+        raise UserInputError("--jax and --jax-wheel both name the jax to install: give one")
+    if jax_wheel is not None:
+        jax_found = read_wheel(jax_wheel)
+        if jax_found.distribution != "jax":
+            raise UserInputError(f"{jax_wheel}: a wheel of {jax_found.distribution}, not of jax")
+        jax_requirement = jax_found.path
+    elif jax is not None:
+        parse_version(jax)
+        jax_requirement = f"jax=={jax}"
+    elif is_release(found.version):
+        jax_requirement = f"jax=={found.version}"
+    else:
         raise UserInputError(
-            f"jaxlib {version}: {target} exists but is not a finished environment; "
-            f"`xlabench compilers remove {version}`, then add it again"
+            f"{wheel}: jaxlib {found.version} is a development build: name its jax "
+            "(--jax VERSION, or --jax-wheel PATH from the same jax checkout)"
         )
-    building = tempfile.mkdtemp(prefix=f".{version}-", dir=compilers_directory())
+    packages = [found.path, jax_requirement, f"numpy=={metadata.version('numpy')}"]
+    record = {
+        "kind": "wheel",
+        "name": name,
+        "jaxlib": found.version,
+        "wheel": {"path": found.path, "sha256": found.sha256},
+        "packages": packages,
+    }
+    with _name_lock(name):
+        _check_new_name(name)
+        return _make_environment(name, f"compiler {name}", packages, record, progress, build=True)
+
+
+def add_python_compiler(python: str, name: str, progress: Callable[[str], None] = print) -> Compiler:
+    """Register an interpreter whose installed jaxlib is used as it is (nothing is installed into it)."""
+    _check_new_name(name)
+    path = os.path.abspath(python)
+    if not os.path.isfile(path) or not os.access(path, os.X_OK):
+        raise UserInputError(f"{python}: no such interpreter (an executable python)")
+    try:
+        packages = interpreter_packages(path)
+    except InterpreterQueryFailed as error:
+        raise UserInputError(f"{python}: does not run as a Python interpreter: {error}") from None
+    for package in ("jaxlib", "jax", "numpy"):
+        if packages.get(package) is None:
+            raise UserInputError(f"{python}: has no {package} installed (its own jax and jaxlib are used)")
+    progress(f"[1/1] starting a compiler worker under {path} (jaxlib {packages['jaxlib']})")
+    compiler = Compiler(name, str(packages["jaxlib"]), path, "python", build=True)
+    record = {"kind": "python", "name": name, "interpreter": path, "jaxlib": packages["jaxlib"]}
+    with _name_lock(name):
+        _check_new_name(name)
+        return _register(compiler, record, progress)
+
+
+def parse_xla_flags(text: str) -> tuple[str, ...]:
+    """XLA options as `XLA_FLAGS` holds them ("--xla_a=1 --xla_b"); UserInputError for anything else."""
+    try:
+        options = tuple(shlex.split(text))
+    except ValueError as error:
+        raise UserInputError(f"--xla-flags: {error}") from None
+    if not options:
+        raise UserInputError(
+            "--xla-flags: no option given (e.g. --xla-flags=--xla_allow_excess_precision=false)"
+        )
+    for option in options:
+        if not _XLA_OPTION.fullmatch(option):
+            raise UserInputError(
+                f"--xla-flags: {option!r} is not an XLA option (--xla_NAME or --xla_NAME=VALUE)"
+            )
+    return options
+
+
+def add_variant_compiler(
+    base: str, xla_flags: str, name: str, progress: Callable[[str], None] = print
+) -> Compiler:
+    """Another compiler with explicit XLA options passed to every compile; XLA must accept them."""
+    _check_new_name(name)
+    options = parse_xla_flags(xla_flags)
+    parent = resolve_compiler(base)
+    compiler = Compiler(
+        name, parent.version, parent.python, "variant", parent.xla_flags + options, parent.name, parent.build
+    )
+    progress(f"[1/1] starting a compiler worker of {parent.label} with {' '.join(options)}")
+    record = {
+        "kind": "variant",
+        "name": name,
+        "base": parent.name,
+        "xla_flags": list(options),
+        "jaxlib": parent.version,
+    }
+    with _name_lock(name):
+        _check_new_name(name)
+        return _register(compiler, record, progress)
+
+
+def _name_lock(name: str) -> Any:
+    """Two adds of one name at once: the second waits, then finds it taken. The lock file stands
+    beside the folder, so the folder holds compilers only."""
+    from filelock import FileLock  # the caller's side only: compiler workers never add
+
+    os.makedirs(compilers_directory(), exist_ok=True)
+    return FileLock(f"{compilers_directory().rstrip(os.sep)}-{name}.lock")
+
+
+def _register(compiler: Compiler, record: dict[str, Any], progress: Callable[[str], None]) -> Compiler:
+    """Probe a compiler that needs no environment of its own, then write its folder (record only)."""
+    started = time.monotonic()
+    answer = _probe(compiler)
+    record = {**record, "api": answer["api"], "made": _now()}
+    target = os.path.join(compilers_directory(), compiler.name)
+    building = tempfile.mkdtemp(prefix=f".{compiler.name}-", dir=compilers_directory())
+    try:
+        write_json(os.path.join(building, _RECORD), record)
+        os.replace(building, target)
+    except BaseException:
+        shutil.rmtree(building, ignore_errors=True)
+        raise
+    progress(
+        f"added {compiler.label} in {time.monotonic() - started:.0f} s: the API of jaxlib {answer['api']}"
+    )
+    return compiler
+
+
+def _make_environment(
+    name: str,
+    subject: str,
+    packages: list[str],
+    record: dict[str, Any],
+    progress: Callable[[str], None],
+    build: bool = False,
+) -> Compiler:
+    """Build a venv with `packages` in a temporary folder, probe it, record it, rename it into place."""
+    target = os.path.join(compilers_directory(), name)
+    building = tempfile.mkdtemp(prefix=f".{name}-", dir=compilers_directory())
     started = time.monotonic()
     try:
-        progress(f"[1/3] creating an environment for jaxlib {version}")
-        _run([sys.executable, "-m", "venv", "--clear", building], f"jaxlib {version}: venv failed")
-        packages = [f"jax=={version}", f"jaxlib=={version}", f"numpy=={metadata.version('numpy')}"]
+        progress(f"[1/3] creating an environment for {subject}")
+        _run([sys.executable, "-m", "venv", "--clear", building], f"{subject}: venv failed")
         progress(f"[2/3] pip install {' '.join(packages)}")
-        _pip_install(_environment_python(building), packages, version, progress)
+        _pip_install(_environment_python(building), packages, subject, progress)
         progress("[3/3] starting a compiler worker in it")
-        answered = _probe(_environment_python(building))
-        if answered != version:
-            raise UserInputError(f"jaxlib {version}: the new environment's worker reports jaxlib {answered}")
-        record = {
-            "jaxlib": version,
-            "packages": packages,
-            "python": sys.version.split()[0],
-            "made": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        }
-        write_json(os.path.join(building, _RECORD), record)
+        python = _environment_python(building)
+        kind = str(record["kind"])
+        answer = _probe(Compiler(name, str(record["jaxlib"]), python, kind, build=build))
+        if answer["jaxlib"] != record["jaxlib"]:
+            raise UserInputError(f"{subject}: the new environment's worker reports jaxlib {answer['jaxlib']}")
+        full = {**record, "api": answer["api"], "python": sys.version.split()[0], "made": _now()}
+        write_json(os.path.join(building, _RECORD), full)
         _relocate(building, target)
     except BaseException:
         shutil.rmtree(building, ignore_errors=True)
         raise
-    progress(f"added jaxlib {version} in {time.monotonic() - started:.0f} s: {target}")
-    return Compiler(version, _environment_python(target), managed=True)
+    progress(f"added {subject} in {time.monotonic() - started:.0f} s: {target}")
+    return Compiler(name, str(record["jaxlib"]), _environment_python(target), kind, build=build)
 
 
-def remove_compiler(version: str) -> str:
-    """Delete the managed environment of `version` (finished or broken); return its folder."""
-    parse_version(version)
-    target = os.path.join(compilers_directory(), version)
+def _pinned(packages: list[str]) -> str:
+    """The registry packages of an install, said briefly: "jax/jaxlib 0.8.5", or "jax 0.10.3"."""
+    pins = [
+        package.split("==") for package in packages if "==" in package and not package.startswith("numpy")
+    ]
+    versions = {version for _, version in pins}
+    if len(pins) > 1 and len(versions) == 1:
+        return "/".join(name for name, _ in pins) + f" {versions.pop()}"
+    return ", ".join(f"{name} {version}" for name, version in pins) or "package named"
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def remove_compiler(name: str) -> str:
+    """Delete a managed compiler (finished or broken); return its folder. A base of variants stays."""
+    _check_name_form(name)
+    target = os.path.join(compilers_directory(), name)
     if not os.path.isdir(target):
-        raise UserInputError(f"jaxlib {version} is not added (see `xlabench compilers list`)")
+        subject = f"jaxlib {name}" if is_release(name) else f"compiler {name}"
+        raise UserInputError(f"{subject} is not added (see `xlabench compilers list`)")
+    dependants = sorted(
+        other
+        for other in os.listdir(compilers_directory())
+        if (record := _read_record(os.path.join(compilers_directory(), other))) is not None
+        and record.get("kind") == "variant"
+        and record.get("base") == name
+    )
+    if dependants:
+        raise UserInputError(
+            f"compiler {name}: the variant(s) {', '.join(dependants)} run on it: remove them first"
+        )
     # Rename first: a removal cut short never leaves a folder that looks like a compiler.
-    doomed = tempfile.mkdtemp(prefix=f".{version}-removing-", dir=compilers_directory())
-    os.replace(target, os.path.join(doomed, version))
+    doomed = tempfile.mkdtemp(prefix=f".{name}-removing-", dir=compilers_directory())
+    os.replace(target, os.path.join(doomed, name))
     shutil.rmtree(doomed, ignore_errors=True)
+    _resolve_cached.cache_clear()
     return target
 
 
@@ -201,7 +552,7 @@ def _run(command: list[str], failure: str) -> None:
         raise UserInputError(f"{failure}: {last[-1] if last else f'exit {finished.returncode}'}")
 
 
-def _pip_install(python: str, packages: list[str], version: str, progress: Callable[[str], None]) -> None:
+def _pip_install(python: str, packages: list[str], subject: str, progress: Callable[[str], None]) -> None:
     """pip install into the environment, its progress lines shown; a failure becomes one line."""
     command = [
         python,
@@ -229,23 +580,29 @@ def _pip_install(python: str, packages: list[str], version: str, progress: Calla
         raise
     if process.returncode != 0:
         if any(re.search(r"(No matching distribution|Could not find a version)", e) for e in errors):
-            raise UserInputError(f"jaxlib {version}: the package registry has no jax/jaxlib {version}")
+            raise UserInputError(f"{subject}: the package registry has no {_pinned(packages)}")
         raise UserInputError(
-            f"jaxlib {version}: pip failed: {errors[-1] if errors else f'exit {process.returncode}'}"
+            f"{subject}: pip failed: {errors[-1] if errors else f'exit {process.returncode}'}"
         )
 
 
-def _probe(python: str) -> str:
-    """Start one worker under `python`; the jaxlib version it answers with."""
+def _probe(compiler: Compiler) -> dict[str, str]:
+    """Start one worker of `compiler` and compile the probe module: {"jaxlib": version, "api": release}.
 
-    worker = Worker(python=python)
+    A worker that does not start or dies (a missing jax, an option XLA rejects) is one line, with
+    XLA's own fatal line when it printed one."""
+
+    worker = Worker(compiler.worker_environment(), compiler.python)
     try:
-        return str(worker.call("jaxlib_version", {}, timeout=300))
+        return dict(worker.call("probe_build", {}, timeout=300))
     except (WorkerDied, WorkerTimedOut) as failure:
-        last = failure.stderr_tail.strip().splitlines()
+        lines = failure.stderr_tail.strip().splitlines()
+        fatal = next((line.split("] ", 1)[-1] for line in lines if re.match(r"^F\d{4} ", line)), None)
+        if fatal is not None and "XLA_FLAGS" in fatal:
+            raise UserInputError(f"compiler {compiler.name}: XLA rejects its options: {fatal}") from None
+        last = fatal or (lines[-1] if lines else None)
         raise UserInputError(
-            f"the new environment's compiler worker does not start: {failure}"
-            + (f": {last[-1]}" if last else "")
+            f"{compiler.label}: its compiler worker does not start: {failure}" + (f": {last}" if last else "")
         ) from None
     finally:
         worker.close()

@@ -78,7 +78,11 @@ class CompilerPool:
                 if worker is not None:
                     worker.close()
                 worker = Worker(
-                    {**(self._environment or {}), BUILD_VARIABLE: compiler_build(self.compiler)},
+                    {
+                        **self.compiler.worker_environment(),
+                        **(self._environment or {}),
+                        BUILD_VARIABLE: compiler_build(self.compiler),
+                    },
                     self.compiler.python,
                 )
             return worker.call(function_name, arguments, timeout)
@@ -142,7 +146,8 @@ def call_once(
     **arguments: Any,
 ) -> tuple[Any, str]:
     """Run one call in a fresh worker of `compiler`, extra environment set; (result, its whole stderr)."""
-    worker = Worker(environment, (compiler or resolve_compiler()).python)
+    compiler = compiler or resolve_compiler()
+    worker = Worker({**compiler.worker_environment(), **environment}, compiler.python)
     try:
         result = worker.call(function_name, arguments, timeout)
         with open(worker.stderr_path, errors="replace") as handle:

@@ -14,6 +14,10 @@ from xlabench.errors import UserInputError
 SUPPORTED_JAXLIB = ("0.8.0", "0.10.2")
 # The compiler of the shipped policies and baselines: the one the default install pins.
 REFERENCE_JAXLIB = "0.10.2"
+# Set ("1") in the workers of a compiler registered as a build (`compilers add --wheel/--python`): its
+# jaxlib may carry any version (a development build's "0.10.3.dev20261205"), and is served when the
+# adapter finds the API of a supported release in it.
+ACCEPT_BUILD_VARIABLE = "XLABENCH_ACCEPT_BUILD"
 
 
 class UnsupportedCompiler(UserInputError):
@@ -32,8 +36,21 @@ def supported_range() -> str:
     return f"jaxlib {SUPPORTED_JAXLIB[0]} to {SUPPORTED_JAXLIB[1]}"
 
 
-def check_supported(version: str) -> None:
-    """Raise UnsupportedCompiler unless `version` lies in SUPPORTED_JAXLIB."""
+def is_release(version: str) -> bool:
+    """Whether `version` is a plain release number ("0.10.2"), not a build's ("0.10.3.dev20261205+local")."""
+    return re.fullmatch(r"\d+(\.\d+){1,3}", version) is not None
+
+
+def compiler_title(name: str) -> str:
+    """A compiler as messages name it: "jaxlib 0.10.1" for a release, "compiler NAME" for any other."""
+    return f"jaxlib {name}" if is_release(name) else f"compiler {name}"
+
+
+def check_supported(version: str, accept_build: bool = False) -> None:
+    """Raise UnsupportedCompiler unless `version` lies in SUPPORTED_JAXLIB (any version of a build
+    accepted as one: the adapter's own checks of jaxlib's API decide)."""
+    if accept_build:
+        return
     lowest, highest = (parse_version(bound) for bound in SUPPORTED_JAXLIB)
     if not lowest <= parse_version(version) <= highest:
         raise UnsupportedCompiler(f"jaxlib {version} is not supported: xlabench supports {supported_range()}")

@@ -18,11 +18,12 @@ from typing import Any, TypeVar
 
 import jaxlib
 
-from xlabench.xla.adapter.bindings import hlo, jax_bindings, mlir, xla_client
+from xlabench.xla.adapter.bindings import API_RELEASE, hlo, jax_bindings, mlir, xla_client
 from xlabench.xla.adapter.probe import probe_module_text
 from xlabench.xla.releases import UnsupportedCompiler
 
 __all__ = [
+    "api_release",
     "client",
     "compile_stablehlo",
     "cost_analysis",
@@ -70,6 +71,11 @@ def _entry_point(function: _Function) -> _Function:
 def jaxlib_version() -> str:
     """The version of the jaxlib in this process."""
     return jaxlib.__version__
+
+
+def api_release() -> str:
+    """The supported release whose API this jaxlib has ("0.10.2", or "0.8.0 to 0.10.1")."""
+    return API_RELEASE
 
 
 @_entry_point

@@ -7,11 +7,14 @@ refused at import (`UnsupportedCompiler`), never mistaken for a bad module later
 
 from __future__ import annotations
 
+import os
+
 import jaxlib
 
-from xlabench.xla.releases import UnsupportedCompiler, check_supported
+from xlabench.xla.releases import ACCEPT_BUILD_VARIABLE, UnsupportedCompiler, check_supported
 
-check_supported(jaxlib.__version__)  # before jax's internals are touched
+# Before jax's internals are touched; a registered build is judged by its API below instead.
+check_supported(jaxlib.__version__, accept_build=os.environ.get(ACCEPT_BUILD_VARIABLE) == "1")
 
 from jax._src.lib import _jax as jax_bindings  # noqa: E402
 from jax._src.lib import xla_client  # noqa: E402
@@ -28,6 +31,8 @@ _REQUIRED = {
     "CompileOptions": xla_client,
     "DeviceList": xla_client,
 }
+# Which supported release's API this jaxlib has (what a build is accepted as).
+API_RELEASE = "0.10.2" if getattr(xla_client, "hlo", None) is not None else "0.8.0 to 0.10.1"
 _missing = [name for name, namespace in _REQUIRED.items() if not hasattr(namespace, name)]
 if _missing:
     raise UnsupportedCompiler(
