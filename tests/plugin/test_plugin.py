@@ -269,6 +269,35 @@ def test_the_previous_release_fails_a_gate_and_names_the_pass(
     )
 
 
+@pytest.mark.slow
+def test_an_xla_option_flip_fails_a_gate_and_names_the_pass(pytester, tmp_path, monkeypatch):
+    # A variant of the installed compiler with one XLA option flipped: on this bf16 graph XLA's default
+    # pipeline counts 54 ops instead of 52 (float-normalization-bf16 keeps more converts).
+    from xlabench.xla.compilers import COMPILERS_DIRECTORY_VARIABLE
+
+    graph = "tensorflow-cnn-infer-l1-d32-b8-bf16"
+    monkeypatch.setenv(COMPILERS_DIRECTORY_VARIABLE, str(tmp_path / "compilers"))
+    monkeypatch.setenv("XLABENCH_BASELINES_DIR", str(tmp_path))
+    assert main(["baselines", "update", "--policy", "general", "--graphs", graph, "--workers", "1"]) == 0
+    flip = "--xla-flags=--xla_allow_excess_precision=false"
+    assert main(["compilers", "add", "--base", "0.10.2", flip, "--name", "strict"]) == 0
+    pytester.makepyfile(test_suite=SUITE)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-k", "policy_on_graph", "--xlabench-graphs", graph,
+        "--xlabench-policy", "general", "--xlabench-baselines", str(tmp_path),
+        "--xlabench-compiler", "strict", "--xlabench-no-runtime",
+    )  # fmt: skip
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            f"*{graph} | general@v* | compiler strict:",
+            "*FAILED op count vs baseline: R 54 > baseline R 52*",
+            "*changed by: jaxlib 0.10.2 -> strict: float-normalization-bf16*",
+            "*xlabench: 1 graph x policy, 1 failed*on compiler strict*",
+        ]
+    )
+
+
 def test_a_compiler_not_added_stops_the_session_in_one_line(pytester):
     pytester.makepyfile(test_suite=SUITE)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--xlabench-compiler", "0.9.1")

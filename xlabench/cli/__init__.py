@@ -59,9 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
         for leaf in _leaf_parsers(subparsers.choices[command]):
             leaf.add_argument(
                 "--compiler",
-                metavar="VERSION",
-                help=f"the jaxlib release to compile with: the installed one (default; ${COMPILER_VARIABLE}) "
-                "or one added with `xlabench compilers add`",
+                metavar="NAME",
+                help=f"the compiler to compile with: the installed jaxlib (default; ${COMPILER_VARIABLE}), "
+                "or a release or name added with `xlabench compilers add` (`xlabench compilers list`)",
             )
     return parser
 
@@ -80,11 +80,23 @@ def _leaf_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentPars
     return [leaf for group in groups for child in group.choices.values() for leaf in _leaf_parsers(child)]
 
 
+def _options_as_one_value(argv: list[str]) -> list[str]:
+    """`--xla-flags --xla_a=1` as `--xla-flags=--xla_a=1`: argparse takes a value that starts with
+    dashes for an option of its own, and XLA's options all do."""
+    joined: list[str] = []
+    for word in argv:
+        if joined and joined[-1] == "--xla-flags" and word.startswith("--xla_"):
+            joined[-1] = f"--xla-flags={word}"
+        else:
+            joined.append(word)
+    return joined
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one subcommand; user mistakes become a single `xlabench: error: ...` line and exit 2."""
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(_options_as_one_value(sys.argv[1:] if argv is None else argv))
     except SystemExit as exit:  # a parse mistake (one line, 2) or --help (0)
         return int(exit.code or 0)
     try:

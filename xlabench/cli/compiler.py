@@ -158,7 +158,8 @@ def run_compilers_list(args: argparse.Namespace) -> int:
         problems = [{"name": name, "problem": why} for name, why in broken]
         print(json.dumps({"compilers": rows, "broken": problems, "supported": supported_range()}))
         return 0
-    print(f"{'name':18} {'kind':9} {'jaxlib':20} {'build':38} options / interpreter")
+    width = max([len("name")] + [len(c.name) for c in compilers] + [len(name) for name, _ in broken])
+    print(f"{'name':{width}} {'kind':9} {'jaxlib':20} {'build':38} options / interpreter")
     for compiler in compilers:
         where = " ".join(compiler.xla_flags) or (
             "this environment (the default)" if not compiler.managed else compiler.python
@@ -166,11 +167,11 @@ def run_compilers_list(args: argparse.Namespace) -> int:
         if compiler.base:
             where = f"{compiler.base} + {where}"
         print(
-            f"{compiler.name:18} {compiler.kind:9} {compiler.version:20} "
+            f"{compiler.name:{width}} {compiler.kind:9} {compiler.version:20} "
             f"{compiler_build(compiler):38} {where}"
         )
     for name, why in broken:
-        print(f"{name:18} BROKEN    {why}")
+        print(f"{name:{width}} BROKEN    {why}")
     print(
         f"supported: {supported_range()} and builds with their API; add one with `xlabench compilers add "
         "VERSION` (or --wheel, --python, --base; see --help)"

@@ -25,6 +25,7 @@ from xlabench.baselines.compare import MIN_RUN_SECONDS, Tolerances
 from xlabench.errors import UserInputError
 from xlabench.eval.evaluate import evaluate_graph
 from xlabench.policies.artifact import policy_names, versions
+from xlabench.xla.releases import compiler_title
 
 if TYPE_CHECKING:  # the plugin loads with every pytest run: the compiler side is imported when used
     from xlabench.baselines.records import BaselineEntry
@@ -46,7 +47,7 @@ class Verdict:
 
     graph: str
     policy: str
-    jaxlib: str
+    compiler: str  # the compiler's name (a release's is its version)
     disabled_passes: tuple[str, ...]
     row: EvaluationRow
     baseline: BaselineEntry | None
@@ -61,11 +62,11 @@ class Verdict:
     changed_by: str | None = None
 
     def message(self) -> str:
-        """What a failing test prints: graph, policy version, jaxlib, every failed gate, numbers, sequence."""
+        """What a failing test prints: graph, policy, compiler, every failed gate, numbers, sequence."""
         row, change = self.row, ""
         if self.disabled_passes:
             change = f" with {', '.join(self.disabled_passes)} disabled"
-        lines = [f"{self.graph} | {self.policy} | jaxlib {self.jaxlib}{change}:"]
+        lines = [f"{self.graph} | {self.policy} | {compiler_title(self.compiler)}{change}:"]
         lines += [f"  FAILED {failure}" for failure in self.failures]
         lines += [f"  KNOWN {failure}" for failure in self.known]
         lines += [f"  listed in {KNOWN_GAPS_FILE}: {reason}" for reason in self.known_reasons]
@@ -117,7 +118,7 @@ class Verdict:
         return {
             "graph": self.graph,
             "policy": self.policy,
-            "jaxlib": self.jaxlib,
+            "compiler": self.compiler,
             "disabled_passes": list(self.disabled_passes),
             "D": row.default_ops,
             "R": row.policy_ops,

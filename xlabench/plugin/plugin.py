@@ -576,7 +576,7 @@ class SessionSummary:
         if not verdicts:
             return
         change = f", {', '.join(settings.disabled_passes)} disabled" if settings.disabled_passes else ""
-        change += f", on {compiler_title(verdicts[0]['jaxlib'])}" if verdicts else ""
+        change += f", on {compiler_title(verdicts[0]['compiler'])}" if verdicts else ""
         change += "" if settings.runtime else ", runtime gate off (--xlabench-no-runtime)"
         failed = sum(1 for verdict in verdicts if verdict["failures"])
         known = sum(1 for verdict in verdicts if verdict.get("known") and not verdict["failures"])

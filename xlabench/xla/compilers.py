@@ -45,7 +45,13 @@ from xlabench.errors import UserInputError
 from xlabench.files import write_json
 from xlabench.xla.build import InterpreterQueryFailed, build_identity, interpreter_packages
 from xlabench.xla.cache import cache_directory
-from xlabench.xla.releases import ACCEPT_BUILD_VARIABLE, check_supported, is_release, parse_version
+from xlabench.xla.releases import (
+    ACCEPT_BUILD_VARIABLE,
+    UnsupportedCompiler,
+    check_supported,
+    is_release,
+    parse_version,
+)
 from xlabench.xla.worker_process import Worker, WorkerDied, WorkerTimedOut
 
 COMPILER_VARIABLE = "XLABENCH_COMPILER"
@@ -595,6 +601,8 @@ def _probe(compiler: Compiler) -> dict[str, str]:
     worker = Worker(compiler.worker_environment(), compiler.python)
     try:
         return dict(worker.call("probe_build", {}, timeout=300))
+    except UnsupportedCompiler as error:  # the adapter found no supported release's API in it
+        raise UserInputError(f"{compiler.label}: refused: {error}") from None
     except (WorkerDied, WorkerTimedOut) as failure:
         lines = failure.stderr_tail.strip().splitlines()
         fatal = next((line.split("] ", 1)[-1] for line in lines if re.match(r"^F\d{4} ", line)), None)
