@@ -33,6 +33,10 @@ def test_ppo_trains_the_steps_asked_and_a_seed_repeats_it(small_graph):
     assert first.curve == again.curve
     weights, repeated = first.model.policy.state_dict(), again.model.policy.state_dict()
     assert all(torch.equal(weights[key], repeated[key]) for key in weights)
+    # The version names the compiler it was made with, its options and build.
+    made_with = first.metadata("p", default_driver())["compiler"]
+    assert made_with["name"] == made_with["jaxlib"] == default_driver().jaxlib_version
+    assert made_with["kind"] == "installed" and made_with["xla_flags"] == [] and made_with["build"]
 
 
 def test_validation_rollouts_leave_training_as_it_would_be_without_them(small_graph):

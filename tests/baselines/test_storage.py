@@ -70,6 +70,19 @@ def test_another_policy_version_or_jaxlib_is_refused_in_one_line(tmp_path):
     assert load("general", "general@v1.0", "0.11.0", allow_jaxlib_change=True, root=tmp_path) is not None
 
 
+def test_a_set_names_the_compiler_it_was_made_with(tmp_path):
+    # A set made on a variant (an XLA option flipped) is that compiler's, not its jaxlib's.
+    made_with = {"name": "strict", "kind": "variant", "jaxlib": "0.10.2", "base": "0.10.2",
+                 "xla_flags": ["--xla_allow_excess_precision=false"], "build": "0.10.2+ab.cd~ef"}  # fmt: skip
+    write("general", "general@v1.0", "strict", ROWS, root=tmp_path, compiler=made_with)
+    stored = load("general", "general@v1.0", "strict", root=tmp_path)
+    assert stored.metadata["compiler"] == made_with and stored.metadata["jaxlib"] == "0.10.2"
+    with pytest.raises(
+        BaselineError, match="made with compiler strict, this run compiles with jaxlib 0.10.2"
+    ):
+        load("general", "general@v1.0", "0.10.2", root=tmp_path)
+
+
 def test_a_damaged_metadata_file_is_refused(tmp_path):
     (tmp_path / "general").mkdir()
     (tmp_path / "general" / "metadata.json").write_text("{not json")

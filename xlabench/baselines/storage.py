@@ -118,7 +118,7 @@ def made_with(metadata: dict[str, Any]) -> str:
 def load(
     policy_name: str,
     policy_label: str | None = None,
-    jaxlib_version: str | None = None,
+    compiler_name: str | None = None,
     allow_jaxlib_change: bool = False,
     root: Path | None = None,
 ) -> BaselineSet | None:
@@ -139,10 +139,10 @@ def load(
             f"{file}: made with {metadata.get('policy')}, the policy under test is {policy_label}; "
             f"run {update}"
         )
-    if jaxlib_version is not None and made_with(metadata) != jaxlib_version and not allow_jaxlib_change:
+    if compiler_name is not None and made_with(metadata) != compiler_name and not allow_jaxlib_change:
         raise BaselineError(
             f"{file}: made with {compiler_title(made_with(metadata))}, this run compiles with "
-            f"{compiler_title(jaxlib_version)}; to replace it run {update}"
+            f"{compiler_title(compiler_name)}; to replace it run {update}"
         )
     return BaselineSet(directory, metadata)
 
@@ -150,21 +150,21 @@ def load(
 def write(
     policy_name: str,
     policy_label: str,
-    jaxlib_version: str,
+    compiler_name: str,
     rows: list[EvaluationRow],
     root: Path | None = None,
     compiler: dict[str, Any] | None = None,
 ) -> Path:
     """Store one record a graph for the rows that succeeded, then the metadata (atomic writes).
 
-    Graphs already stored for the same policy version and jaxlib that `rows` does not cover are kept;
-    anything made with another version or jaxlib is replaced as a whole. Each record keeps what the
+    Graphs already stored for the same policy version and compiler that `rows` does not cover are kept;
+    anything made with another version or compiler is replaced as a whole. Each record keeps what the
     previous policy version achieved on its graph (`previous`), so the gate can hold the new one to it.
     """
     directory = (root or baselines_directory()) / policy_name
     previous = None
     try:
-        previous = load(policy_name, policy_label, jaxlib_version, root=root)
+        previous = load(policy_name, policy_label, compiler_name, root=root)
     except BaselineError:
         previous = None  # another version, jaxlib or a damaged set: start over
     versions = previous_versions(policy_name, policy_label, root)
@@ -181,7 +181,7 @@ def write(
     metadata = {
         "format": FORMAT,
         "policy": policy_label,
-        "jaxlib": compiler["jaxlib"] if compiler else jaxlib_version,
+        "jaxlib": compiler["jaxlib"] if compiler else compiler_name,
         **({"compiler": compiler} if compiler else {}),
         "machine": machine(),
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

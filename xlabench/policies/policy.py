@@ -191,6 +191,17 @@ def rollout(policy: Policy, driver: PassDriver, graph: Graph) -> SearchResult:
     )
 
 
+def made_on(metadata: dict[str, Any]) -> str:
+    """The compiler a version was made with: its name, kind, options and build when recorded (versions
+    made before compilers had names: their jaxlib)."""
+    record = metadata.get("compiler")
+    if not isinstance(record, dict):
+        return f"jaxlib {metadata.get('jaxlib_version')}"
+    options = f", {' '.join(record.get('xla_flags') or [])}" if record.get("xla_flags") else ""
+    kind, jaxlib, build = record.get("kind"), record.get("jaxlib"), record.get("build")
+    return f"{record.get('name')} ({kind}, jaxlib {jaxlib}{options}, build {build})"
+
+
 def describe(metadata: dict[str, Any]) -> str:
     """Several lines about a version, for `xlabench policies show`."""
     training, environment = metadata.get("training", {}), metadata.get("environment", {})
@@ -200,7 +211,7 @@ def describe(metadata: dict[str, Any]) -> str:
         f"  algorithm   {how_made(metadata)}  seed {metadata.get('seed')}",
         f"  trained on  {training.get('graphs')}: {training.get('steps')} steps, "
         f"{training.get('episodes')} episodes, {training.get('seconds', 0) / 60:.1f} min",
-        f"  compiler    jaxlib {metadata.get('jaxlib_version')}, catalogue {catalogue}",
+        f"  compiler    {made_on(metadata)}, catalogue {catalogue}",
         f"  actions     {len(metadata.get('actions', []))} ({environment.get('action_set')}), "
         f"max {environment.get('max_steps')} steps",
         f"  weights     sha256 {str(metadata.get('weights_sha256'))[:16]}...",
