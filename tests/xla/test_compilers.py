@@ -175,6 +175,14 @@ def _listed(capsys) -> dict[str, dict]:
         (lambda tmp: ["--python", str(tmp / "nowhere" / "python"), "--name", "b"], "no such interpreter"),
         (lambda tmp: ["--base", "0.10.2", "--xla-flags=-O3", "--name", "b"], "'-O3' is not an XLA option"),
         (lambda tmp: ["--base", "0.10.2", "--name", "b"], "--base and --xla-flags go together"),
+        (
+            lambda tmp: ["--base", "0.10.2", "--xla-flags=--xla_disable_hlo_passes=algsimp", "--name", "b"],
+            "--xla_disable_hlo_passes: xlabench disables passes itself on every pass run; to gate",
+        ),
+        (
+            lambda tmp: ["--base", "0.10.2", "--xla-flags=--xla_dump_to=/tmp/d", "--name", "b"],
+            "--xla_dump_to: xlabench dumps on its own compiles",
+        ),
         (lambda tmp: ["--base", "0.10.2", "--xla-flags", FLIP], "name it (--name NAME)"),
         (
             lambda tmp: ["--base", "0.10.2", "--xla-flags", FLIP, "--name", "0.10.1"],
@@ -211,6 +219,12 @@ def test_an_option_xla_rejects_is_one_line_naming_it(compilers_root, capsys):
     assert _one_error_line(capsys) == (
         "xlabench: error: compiler v: XLA rejects its options: "
         "Unknown flag in XLA_FLAGS: --xla_no_such_option=1"
+    )
+    # A known option with a value it cannot take: XLA's own line, not its usage text.
+    argv = ["compilers", "add", "--base", "0.10.2", "--xla-flags", "--xla_cpu_opt_preset=NOPE", "--name", "v"]
+    assert main(argv) == 2
+    assert _one_error_line(capsys) == (
+        "xlabench: error: compiler v: XLA rejects its options: it cannot parse --xla_cpu_opt_preset=NOPE"
     )
     assert list(compilers_root.iterdir()) == []
 

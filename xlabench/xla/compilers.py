@@ -59,6 +59,10 @@ _RECORD = "compiler.json"  # written last: a folder without it is not a compiler
 KINDS = ("installed", "release", "wheel", "python", "variant")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
 _XLA_OPTION = re.compile(r"--xla_[A-Za-z0-9_]+(=\S*)?")
+# What XLA logs when it refuses an option: an unknown name, or a value it cannot read.
+_REJECTED_OPTION = re.compile(
+    r"Unknown flags? in XLA_FLAGS|Couldn't interpret value|[Ii]llegal value|[Ii]nvalid value"
+)
 
 
 @dataclass(frozen=True)
@@ -423,7 +427,26 @@ def parse_xla_flags(text: str) -> tuple[str, ...]:
             raise UserInputError(
                 f"--xla-flags: {option!r} is not an XLA option (--xla_NAME or --xla_NAME=VALUE)"
             )
+        name = option.split("=", 1)[0].removeprefix("--")
+        for reserved, why in _DRIVER_OPTIONS.items():
+            if name == reserved or (reserved.endswith("_") and name.startswith(reserved)):
+                raise UserInputError(f"--xla-flags: {option.split('=', 1)[0]}: {why}")
     return options
+
+
+# Options the driver sets on its own compiles (a pass run disables every other pass; dumps are how it
+# reads what XLA did): a variant's value would hold in some compiles and not in others.
+_PASSES = (
+    "xlabench disables passes itself on every pass run; to gate a compiler without a pass use "
+    "`--xlabench-disable-pass NAME` (pytest) or XLABENCH_DISABLE_PASSES"
+)
+_DRIVER_OPTIONS = {
+    "xla_disable_hlo_passes": _PASSES,
+    "xla_enable_hlo_passes_only": _PASSES,
+    "xla_disable_all_hlo_passes": _PASSES,
+    "xla_dump_": "xlabench dumps on its own compiles to read what XLA did; dump a module with XLA_FLAGS "
+    "outside xlabench",
+}
 
 
 def add_variant_compiler(
@@ -604,11 +627,22 @@ def _probe(compiler: Compiler) -> dict[str, str]:
     except UnsupportedCompiler as error:  # the adapter found no supported release's API in it
         raise UserInputError(f"{compiler.label}: refused: {error}") from None
     except (WorkerDied, WorkerTimedOut) as failure:
-        lines = failure.stderr_tail.strip().splitlines()
-        fatal = next((line.split("] ", 1)[-1] for line in lines if re.match(r"^F\d{4} ", line)), None)
-        if fatal is not None and "XLA_FLAGS" in fatal:
-            raise UserInputError(f"compiler {compiler.name}: XLA rejects its options: {fatal}") from None
-        last = fatal or (lines[-1] if lines else None)
+        # XLA's own lines (glog: E or F, then the date) come before the usage text it may print after.
+        try:
+            with open(worker.stderr_path, errors="replace") as handle:
+                logged = handle.read().splitlines()
+        except OSError:
+            logged = failure.stderr_tail.splitlines()
+        xla_lines = [line.split("] ", 1)[-1] for line in logged if re.match(r"^[EF]\d{4} ", line)]
+        rejected = next((line for line in xla_lines if _REJECTED_OPTION.search(line)), None)
+        if rejected is None and any("Flag parsing failed" in line for line in xla_lines):
+            # A value only the option's own parser refuses: XLA names the options in its usage line.
+            usage = next((line for line in logged if line.startswith("usage: ")), "usage: ?")
+            rejected = f"it cannot parse {usage.removeprefix('usage: ')}"
+        if rejected is not None:
+            raise UserInputError(f"compiler {compiler.name}: XLA rejects its options: {rejected}") from None
+        tail = failure.stderr_tail.strip().splitlines()
+        last = xla_lines[-1] if xla_lines else (tail[-1] if tail else None)
         raise UserInputError(
             f"{compiler.label}: its compiler worker does not start: {failure}" + (f": {last}" if last else "")
         ) from None
