@@ -213,6 +213,7 @@ def test_bad_input_to_add_is_one_line_and_leaves_nothing(
     assert not compilers_root.exists() or not any(compilers_root.iterdir())
 
 
+@pytest.mark.slow
 def test_an_option_xla_rejects_is_one_line_naming_it(compilers_root, capsys):
     argv = ["compilers", "add", "--base", "0.10.2", "--xla-flags", "--xla_no_such_option=1", "--name", "v"]
     assert main(argv) == 2
@@ -239,6 +240,7 @@ def test_an_interpreter_without_jaxlib_is_one_line(compilers_root, tmp_path, cap
     assert not compilers_root.exists() or list(compilers_root.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_build_without_a_supported_api_is_refused_naming_what_is_missing(compilers_root, tmp_path, capsys):
     # A development jaxlib (any version is let in) whose internals jax cannot import: refused at add.
     venv = tmp_path / "dev"
@@ -258,6 +260,7 @@ def test_a_build_without_a_supported_api_is_refused_naming_what_is_missing(compi
     assert list(compilers_root.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_an_interpreter_is_used_as_it_is_and_a_name_is_taken_once(compilers_root, capsys):
     assert main(["compilers", "add", "--python", sys.executable, "--name", "dev-build"]) == 0
     listed = _listed(capsys)
