@@ -473,12 +473,12 @@ def add_variant_compiler(
 
 
 def _name_lock(name: str) -> Any:
-    """Two adds of one name at once: the second waits, then finds it taken. The lock file stands
-    beside the folder, so the folder holds compilers only."""
+    """Two adds of one name at once: the second waits, then finds it taken. One lock file for every
+    name, beside the folder (adds are rare; no file a name piles up, and the folder holds compilers only)."""
     from filelock import FileLock  # the caller's side only: compiler workers never add
 
     os.makedirs(compilers_directory(), exist_ok=True)
-    return FileLock(f"{compilers_directory().rstrip(os.sep)}-{name}.lock")
+    return FileLock(f"{compilers_directory().rstrip(os.sep)}.lock")
 
 
 def _register(compiler: Compiler, record: dict[str, Any], progress: Callable[[str], None]) -> Compiler:
