@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The committed compiler-change runs: `xlabench compilers diff BASE HEAD` with the shipped policy, one run a
-# split, each merged as it ends into baselines/compiler-changes/BASE-HEAD/{diff.json,report.md,changes.png}
+# split (train: one a family), each merged as it ends into baselines/compiler-changes/BASE-HEAD/{diff.json,report.md,changes.png}
 # (written as the command writes them). A split whose graphs are all in that diff.json is not run again:
 # committed, an unfinished run resumes on another machine with the same command.
 #
@@ -14,7 +14,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-SPLITS="${SPLITS:-test val unseen train}"
+# train in one run a family: its 191 graphs outlast a session
+train_families="$(python -c 'from xlabench.graphs import resolve_graphs
+print(" ".join(sorted({f"train:{g.family}" for g in resolve_graphs("train")})))')"
+SPLITS="${SPLITS:-test val unseen $train_families}"
 runtime=(--no-runtime)
 [[ "${RUNTIME:-0}" == 1 ]] && runtime=()
 scratch="$(mktemp -d)"
