@@ -13,6 +13,7 @@ import pytest
 from conftest import SECOND_RELEASE
 from tests.commands import interrupt_after
 from xlabench.cli import main
+from xlabench.errors import UserInputError
 from xlabench.graphs import resolve_graphs
 from xlabench.xla import PassDriver
 from xlabench.xla.compilers import COMPILER_VARIABLE, COMPILERS_DIRECTORY_VARIABLE, resolve_compiler
@@ -344,3 +345,18 @@ def test_a_jaxlib_wheel_from_pips_cache_serves_as_its_release(
         assert driver.features(driver.run_default_pipeline(module)).op_count == 232  # 0.10.1's D
     finally:
         pool.close()
+
+
+def test_a_development_jaxlib_installed_beside_xlabench_is_named_with_the_way_to_use_it(monkeypatch):
+    # xlabench installed into the Python where a developer's build lives: that build is no release.
+    import xlabench.xla.compilers as compilers
+
+    build = compilers.Compiler("0.11.0.dev1", "0.11.0.dev1", sys.executable)
+    monkeypatch.setattr(compilers, "installed_compiler", lambda: build)
+    monkeypatch.setenv(COMPILER_VARIABLE, "")
+    with pytest.raises(UserInputError) as error:
+        resolve_compiler()
+    assert str(error.value) == (
+        "the installed jaxlib 0.11.0.dev1 is a build, not a release: register it "
+        f"(`xlabench compilers add --python {sys.executable} --name NAME`), then --compiler NAME"
+    )

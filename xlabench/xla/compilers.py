@@ -245,6 +245,11 @@ def resolve_compiler(name: str | None = None) -> Compiler:
                 "no jaxlib is installed here: install xlabench with its default jaxlib, or name an added "
                 f"compiler (--compiler NAME, {COMPILER_VARIABLE})"
             )
+        if not is_release(installed.version):  # a development build installed beside xlabench
+            raise UserInputError(
+                f"the installed jaxlib {installed.version} is a build, not a release: register it "
+                f"(`xlabench compilers add --python {sys.executable} --name NAME`), then --compiler NAME"
+            )
         check_supported(installed.version)
         return installed
     return _resolve_managed(name)
