@@ -483,7 +483,7 @@ def _name_lock(name: str) -> Any:
     from filelock import FileLock  # the caller's side only: compiler workers never add
 
     os.makedirs(compilers_directory(), exist_ok=True)
-    return FileLock(f"{compilers_directory().rstrip(os.sep)}.lock")
+    return FileLock(f"{compilers_directory().rstrip(os.sep)}-add.lock")
 
 
 def _register(compiler: Compiler, record: dict[str, Any], progress: Callable[[str], None]) -> Compiler:
