@@ -49,6 +49,7 @@ from xlabench.xla.releases import (
     ACCEPT_BUILD_VARIABLE,
     UnsupportedCompiler,
     check_supported,
+    compiler_title,
     is_release,
     parse_version,
 )
@@ -155,9 +156,8 @@ def _read_record(directory: str) -> dict[str, Any] | None:
 
 def _broken(name: str, directory: str, why: str) -> UserInputError:
     """The one line for a managed compiler that cannot run."""
-    subject = f"jaxlib {name}" if is_release(name) else f"compiler {name}"
     return UserInputError(
-        f"{subject}: the environment {directory} is broken ({why}); "
+        f"{compiler_title(name)}: the environment {directory} is broken ({why}); "
         f"`xlabench compilers remove {name}`, then add it again"
     )
 
@@ -558,8 +558,7 @@ def remove_compiler(name: str) -> str:
     _check_name_form(name)
     target = os.path.join(compilers_directory(), name)
     if not os.path.isdir(target):
-        subject = f"jaxlib {name}" if is_release(name) else f"compiler {name}"
-        raise UserInputError(f"{subject} is not added (see `xlabench compilers list`)")
+        raise UserInputError(f"{compiler_title(name)} is not added (see `xlabench compilers list`)")
     dependants = sorted(
         other
         for other in os.listdir(compilers_directory())
