@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from xlabench.env.xla_order import xla_order
+from xlabench.env.xla_order import xla_order_and_claims
 from xlabench.errors import CompilerError
 from xlabench.xla import HloModule, PassDriver
 from xlabench.xla.catalogue import base_pass
@@ -27,21 +27,22 @@ def expert_order(driver: PassDriver, env: Any) -> list[str]:
     From one compile of XLA's default pipeline (`PassDriver.default_pipeline_changes`). Between
     xlabench's passes the module goes through the canonical form, where some of XLA's changes are
     no-ops (the call graph is already flat, ...): the order is played in `env` and what leaves the
-    module unchanged is left out, unless another pass requires it (so is a fixed-point variant's
-    repeat: its first application ran the pass to its fixed point). `env` is left at the order's end.
+    module unchanged is left out, unless another pass requires it or the order claims it
+    (`xla_order.claimed_passes`; so is a fixed-point variant's repeat: its first application ran the
+    pass to its fixed point). `env` is left at the order's end.
     """
     assert env.module is not None
     catalogue = driver.catalogue
     # A pass whose requirement did nothing in XLA's run still needs it first; with fixed-point
     # variants as actions, XLA's run of a pass is its variant's.
-    order = xla_order(driver, env.module, env.actions)
+    order, claims = xla_order_and_claims(driver, env.module, env.actions)
     effective: list[str] = []
     for name in order:
         if len(effective) == env.max_steps - 1:
             break
         before = env.module.fingerprint
         env.step(env.actions.index(name))
-        if catalogue.worth_taking(name, env.module.fingerprint != before):
+        if name in claims or catalogue.worth_taking(name, env.module.fingerprint != before):
             effective.append(name)
     return effective
 

@@ -26,7 +26,7 @@ it unchanged, or its fixed-point run ended there). The step is otherwise what XL
 the same module, observation, mask and sequence, so a policy acts the same with it on or off.
 
 With `observe_xla_order`, the observation also holds where the episode stands in XLA's own order on
-the module (`xlabench.env.xla_order`, one cached compile a graph): `xla_next`, the order's next action
+the module (`xlabench.env.xla_order`, two cached compiles a graph): `xla_next`, the order's next action
 that can still do something here (one-hot; the last entry: the order is done), and `xla_progress`.
 
 `info` carries the graph, R (`op_count`), I, D, R0, the pass, its error, `calls` (pass applications the
@@ -48,7 +48,7 @@ from xlabench.env.no_ops import NoOpMemory
 from xlabench.env.observation import observation, observation_space
 from xlabench.env.reward import RewardCounter
 from xlabench.env.starts import GraphStart, GraphStarts
-from xlabench.env.xla_order import OrderCursor, xla_order
+from xlabench.env.xla_order import OrderCursor, xla_order_and_claims
 from xlabench.errors import CompilerError, UserInputError
 from xlabench.graphs import Graph, resolve_graphs
 from xlabench.xla import HloModule, PassDriver, default_driver
@@ -103,7 +103,7 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         self.action_space = spaces.Discrete(len(self.actions) + 1)
         self.observe_xla_order = observe_xla_order
         self.observation_space = observation_space(len(self.actions), observe_xla_order)
-        self._xla_orders: dict[str, tuple[str, ...]] = {}
+        self._xla_orders: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {}
 
         self._starts = GraphStarts(self.driver, self.graphs, count_unoptimized=rewards)
         missing = {index for index, name in enumerate(self.actions) if name in self.missing_actions}
@@ -134,10 +134,10 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         if self.observe_xla_order and name not in self._xla_orders:  # before any state changes
             # Actions this compiler lacks are never offered, so never XLA's next move here.
             offered = [action for action in self.actions if action not in self.missing_actions]
-            self._xla_orders[name] = xla_order(self.driver, start.module, offered)
+            self._xla_orders[name] = xla_order_and_claims(self.driver, start.module, offered)
         self._start = start
         self._module = start.module
-        self._cursor = OrderCursor(self._xla_orders.get(name, ()))
+        self._cursor = OrderCursor(*self._xla_orders.get(name, ((), frozenset())))
         self._reward.start(self._start)
         self._steps = 0
         self._action_counts[:] = 0
@@ -255,7 +255,14 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         """XLA's order on the current graph as actions (observing environments only)."""
         if not self.observe_xla_order or self._start is None:
             return None
-        return self._xla_orders[self._start.graph.name]
+        return self._xla_orders[self._start.graph.name][0]
+
+    @property
+    def xla_claims(self) -> frozenset[str]:
+        """The no-ops XLA's order on the current graph must apply (`xla_order.claimed_passes`)."""
+        if not self.observe_xla_order or self._start is None:
+            return frozenset()
+        return self._xla_orders[self._start.graph.name][1]
 
     def _info(
         self, pass_name: str | None, seconds: float = 0.0, error: CompilerError | None = None, calls: int = 0

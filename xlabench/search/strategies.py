@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from xlabench.env.xla_order import xla_order
+from xlabench.env.xla_order import xla_order_and_claims
 from xlabench.errors import CompilerError, UserInputError
 from xlabench.xla import HloModule, PassDriver
 from xlabench.xla.catalogue import base_pass
@@ -222,9 +222,11 @@ def _play(
     sequence: list[str],
     budget: _Budget,
     before: tuple[str, ...] = (),
+    claims: frozenset[str] = frozenset(),
 ) -> tuple[HloModule, list[str], bool]:
     """Apply `sequence` to `module` (the module after the passes `before`), leaving out what changes
-    nothing (unless another pass requires it); the module, the passes kept, and whether every pass was
+    nothing (unless another pass requires it or XLA's order claims it: `xla_order.claimed_passes`);
+    the module, the passes kept, and whether every pass was
     applied (False: a pass failed, or the budget ran out, keeping one call to count the result). A
     fixed-point action's further runs are charged once they ran: its loop can end past the budget."""
     catalogue, kept = driver.catalogue, []
@@ -239,7 +241,7 @@ def _play(
         except CompilerError:
             return module, kept, False
         budget.record(calls - 1)
-        if catalogue.worth_taking(name, following.fingerprint != module.fingerprint):
+        if name in claims or catalogue.worth_taking(name, following.fingerprint != module.fingerprint):
             module, kept = following, [*kept, name]
     return module, kept, True
 
@@ -283,14 +285,13 @@ def local_search(
     count one, each output check one (the sequence's executable; the default's is compiled once).
     """
     started, calls = time.perf_counter(), _Budget(budget, cancel)
-    if start is not None:
-        # Played again (cached transitions, still charged) without what changed nothing there: a rollout
-        # keeps such steps, and an edit is only comparable on a sequence whose every pass counts.
-        order = list(start.applied or start.sequence)
-    else:
+    if start is None:
         calls.spend(1)
-        order = list(xla_order(driver, module, actions))
-    played, kept, _ = _play(driver, module, order, calls)
+    xla, claims = xla_order_and_claims(driver, module, actions)  # cached where a policy observed it
+    # Played again (cached transitions, still charged) without what changed nothing there: a rollout
+    # keeps such steps, and an edit is only comparable on a sequence whose every pass counts.
+    order = list(start.applied or start.sequence) if start is not None else list(xla)
+    played, kept, _ = _play(driver, module, order, calls, claims=claims)
     calls.record(1)  # the count, charged even where a fixed-point loop used the last call
     best = _State(played, tuple(kept), driver.fair_op_count(played, kept))
     if start is not None and start.module is not None and start.op_count < best.op_count:
@@ -309,7 +310,7 @@ def local_search(
                 continue
             tried.add(sequence)
             suffix, before = list(sequence[position:]), sequence[:position]
-            after, kept_suffix, complete = _play(driver, prefixes[position], suffix, calls, before)
+            after, kept_suffix, complete = _play(driver, prefixes[position], suffix, calls, before, claims)
             if not complete or kept_suffix != suffix or not calls.spend(1):
                 continue  # a pass failed or changed nothing there: another sequence than this edit's
             count = driver.fair_op_count(after, list(sequence))
