@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from xlabench.agents.imitation import followed_order
 from xlabench.env import PassOrderingEnv
-from xlabench.env.xla_order import OrderCursor, xla_order
+from xlabench.env.xla_order import OrderCursor, xla_order, xla_order_and_claims
 from xlabench.graphs import resolve_graphs
 from xlabench.xla import default_driver
 
@@ -48,6 +50,36 @@ def test_an_entry_that_can_do_nothing_here_is_passed_over() -> None:
     assert cursor.observed(ACTIONS, nothing_useless)[:2] == (ACTIONS.index("cse"), 3)
     # Every entry left useless: stop.
     assert cursor.observed(ACTIONS, lambda action: True) == (len(ACTIONS), 5, 5)
+
+
+def test_a_claim_is_never_passed_over_though_it_changes_nothing() -> None:
+    order = ("flatten-call-graph", "reduce-window-rewriter", "algsimp:fixed-point")
+    cursor = OrderCursor(order, claims=frozenset({"reduce-window-rewriter"}))
+    cursor.step("flatten-call-graph", nothing_useless)
+    actions = [*ACTIONS, "reduce-window-rewriter"]
+    # Known to change nothing here, and still XLA's next move: the count runs it again unless applied.
+    assert cursor.observed(actions, lambda action: True)[:2] == (actions.index("reduce-window-rewriter"), 1)
+    cursor.step("reduce-window-rewriter", lambda action: True)
+    assert cursor.observed(actions, nothing_useless)[:2] == (actions.index("algsimp:fixed-point"), 2)
+
+
+@pytest.mark.slow
+def test_xla_s_order_followed_lands_on_xla_s_count_where_it_must_claim_passes() -> None:
+    # A GRU training step: tree_reduction_rewriter's reduce-windows, which XLA never hands to
+    # reduce-window-rewriter/resizer (they run before it), gain a reshape pair each when the count
+    # runs those passes on the final module; XLA's order claims them at XLA's place instead.
+    [graph] = resolve_graphs("recurrent-gru-train-l2-h96-s24-b8-bf16")
+    driver = default_driver()
+    env = PassOrderingEnv(graphs=[graph], driver=driver, max_steps=128, rewards=False, observe_xla_order=True)
+    observation, _ = env.reset(options={"graph": graph.name})
+    order, claims = xla_order_and_claims(driver, env.module, env.actions)
+    assert claims == {"reduce-window-rewriter", "reduce-window-resizer"} and env.xla_claims == claims
+    default = env.graph_start(graph.name).default_op_count
+    played = followed_order(env, observation)
+    assert claims <= set(played)
+    assert driver.fair_op_count(env.module, env.sequence) <= default
+    # Without the claims the same passes count above XLA's own count.
+    assert driver.fair_op_count(env.module, [name for name in env.sequence if name not in claims]) > default
 
 
 def test_following_xla_next_plays_xla_s_order_and_stops() -> None:
