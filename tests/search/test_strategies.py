@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from xlabench.env.xla_order import xla_order
 from xlabench.errors import UserInputError
 from xlabench.graphs import resolve_graphs
 from xlabench.search import beam_search, greedy_search, local_search, random_search
-from xlabench.search.strategies import xla_order
 from xlabench.xla import HloModule, default_driver
 from xlabench.xla.execute import judge_sequence
 
