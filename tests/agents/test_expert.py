@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from xlabench.agents.expert import (
     expert_action,
@@ -14,6 +15,7 @@ from xlabench.agents.expert import (
     with_single_runs,
     with_tries,
 )
+from xlabench.agents.imitation import followed_order
 from xlabench.agents.train import ENVIRONMENT
 from xlabench.env import PassOrderingEnv
 from xlabench.graphs import resolve_graphs
@@ -148,3 +150,23 @@ def test_improving_an_order_judges_an_edit_ahead_of_float_normalization_by_its_n
     for name in improved:
         after = driver.apply_pass(after, name)
     assert judge_sequence(module, after, improved, driver=driver)[0].problems == []
+
+
+@pytest.mark.slow
+def test_an_edit_upstream_of_a_pass_it_leaves_with_nothing_to_do_is_still_judged():
+    # On a conjugate-gradient loop, dropping while-loop-invariant-code-motion leaves a later pass of
+    # XLA's order with nothing to do; judged by its count, the edit lands on XLA's own count (140)
+    # where appending passes alone stops 4 ops above it.
+    driver = default_driver()
+    [graph] = resolve_graphs("control_flow-cg-n16-b4-plain-bf16")
+    env = PassOrderingEnv(
+        graphs=[graph], action_set=ENVIRONMENT.action_set, driver=driver, max_steps=128, rewards=False,
+        observe_xla_order=True,
+    )  # fmt: skip
+    observation, _ = env.reset(options={"graph": graph.name})
+    order = followed_order(env, observation)
+    start = env.graph_start(graph.name)
+    improved, count = improve_order(driver, start.module, order, sorted(set(order)), 100, 127)
+    assert "while-loop-invariant-code-motion:fixed-point" in order
+    assert "while-loop-invariant-code-motion:fixed-point" not in improved
+    assert count <= start.default_op_count < driver.fair_op_count(env.module, order)
