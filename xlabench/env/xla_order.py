@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from xlabench.errors import CompilerError
 from xlabench.xla import HloModule, PassDriver
 from xlabench.xla.catalogue import base_pass
 
@@ -68,8 +69,11 @@ def claimed_passes(
     default = driver.run_default_pipeline(module)
     target = driver.features(default).op_count
 
-    def count(claims: Sequence[str]) -> int:
-        return driver.fair_op_count(default, [*order, *claims])
+    def count(claims: Sequence[str]) -> float:
+        try:
+            return driver.fair_op_count(default, [*order, *claims])
+        except CompilerError:  # not countable so: no lower than anything (never a claim's reason)
+            return float("inf")
 
     alone = count(())
     if alone <= target:
