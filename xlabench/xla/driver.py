@@ -49,6 +49,8 @@ __all__ = [
 DEFAULT_PIPELINE_KEY = "@default-pipeline"
 PIPELINE_CHANGES_KEY = "@pipeline-changes"
 REQUIRED_PASSES_KEY = "@required-passes"
+# Run where XLA runs it before a pass, to take away what each compile's import adds (`pass_runs.run_pass`).
+IMPORT_CLEANUP_PASS = "dce"
 
 
 class PassDriver(CompilerSession, PassSequences):
@@ -93,6 +95,8 @@ class PassDriver(CompilerSession, PassSequences):
         key = instance_key(pass_name, path, occurrence, first=path == info.ancestors and occurrence == 1)
         disabled = self.catalogue.disabled_for_single_pass(pass_name, path)
         compiled_off = self.with_compiler_change({"disabled_passes": disabled})["disabled_passes"]
+        # A compiler without dce keeps what the import adds in front of every pass, as XLA would.
+        cleanup = None if IMPORT_CLEANUP_PASS in self.disabled_passes else IMPORT_CLEANUP_PASS
         return self._transition(
             module,
             key,
@@ -102,6 +106,7 @@ class PassDriver(CompilerSession, PassSequences):
             pipeline=path[-1] if path else None,
             occurrence=occurrence,
             successors=self.catalogue.successors(pass_name, path, compiled_off),
+            cleanup_pass=cleanup,
         )
 
     def run_default_pipeline(self, module: HloModule) -> HloModule:

@@ -24,7 +24,7 @@ from xlabench.xla.dumps import (
     strip_stop_marker,
 )
 from xlabench.xla.hlo_text import disabled_pass_overrides
-from xlabench.xla.structure import structural_fingerprint
+from xlabench.xla.structure import INSTRUCTION, structural_fingerprint
 from xlabench.xla.worker_process import CompilerFailure, DriverFailure
 
 
@@ -35,6 +35,7 @@ def run_pass(
     pipeline: str | None = None,
     occurrence: int = 1,
     successors: list[str] | None = None,
+    cleanup_pass: str | None = None,
 ) -> dict[str, Any]:
     """Run one pass: every name in `disabled_passes` is off; return the module after one run.
 
@@ -44,6 +45,9 @@ def run_pass(
     {"unchanged": True}: the input stands as it is (and canonicalizing it again is skipped).
     "read_from" says which dumps gave the module: "successors" or, failing them, "pass".
 
+    `cleanup_pass` ("dce") undoes what the compile's import adds to a module with a `while` (see
+    `_run_cleaned`): XLA's pass is then given the module as XLA's own pipeline would give it.
+
     `successors` (`PassCatalogue.successors`) name what runs right after the pass in `pipeline`:
     only the dumps "before" them in that pipeline are written, one a run. Dumping the pass itself
     also writes the dump before each of its runs, and a pass in a fixed-point pipeline runs again
@@ -52,7 +56,11 @@ def run_pass(
     started = time.perf_counter()
     overrides = {"xla_disable_hlo_passes": ",".join(disabled_passes)}
     dumped, read_from = None, "successors"
-    if successors and pipeline is not None:
+    if cleanup_pass is not None and cleanup_pass != pass_name and _needs_loop_cleanup(text):
+        read_from = "cleaned"
+        dumped = _run_cleaned(text, pass_name, disabled_passes, cleanup_pass, pipeline, occurrence)
+    if dumped is None and successors and pipeline is not None:
+        read_from = "successors"
         narrow = {**overrides, "xla_dump_hlo_pipeline_re": f"^{re.escape(pipeline)}$"}
         regex = "^(" + "|".join(re.escape(name) for name in successors) + ")$"
         dumped = _run_dumped(text, narrow, regex, pass_name, pipeline, occurrence, successors)
@@ -70,6 +78,111 @@ def run_pass(
     result = describe(strip_stop_marker(chosen))
     result.update(seconds=time.perf_counter() - started, read_from=read_from)
     return result
+
+
+# A compile imports its module through MLIR, whose export extracts every result of a `while`, and
+# every element of a loop's state parameter, with a get-tuple-element, used or not. XLA's pipeline
+# imports once and its first dce removes the unused ones; a replay imports before every pass, and an
+# unused extraction keeps its loop-state element alive: simplify-while-loops then keeps state XLA's
+# drops (design.md, "Replay gaps"). So a pass's output leaves out the unused extractions the import
+# made, and a pass given a module with a `while` and no dead code runs after XLA's dce, which then
+# removes exactly what the import added.
+_LOOP_CALL = re.compile(r"\swhile\(")
+_OPCODE = re.compile(r"(?:^|\s)([a-z][\w\-]*)\(")
+_OPERAND = re.compile(r"%([\w.\-]+)")
+_Instruction = tuple[str, str, bool]  # opcode, line, is the root
+
+
+def _instructions(text: str) -> dict[str, _Instruction]:
+    """{name: (opcode, instruction line, is root)} of every instruction in an HLO text."""
+    found = {}
+    for line in text.splitlines():
+        match = INSTRUCTION.match(line)
+        if match is not None:
+            opcode = _OPCODE.search(match.group(3))
+            found[match.group(2)] = (opcode.group(1) if opcode else "", line, bool(match.group(1)))
+    return found
+
+
+def _unused(instructions: dict[str, _Instruction]) -> set[str]:
+    """Names of the instructions nothing uses: neither an operand nor the root nor a parameter."""
+    used: set[str] = set()
+    for _, line, _ in instructions.values():
+        used.update(_OPERAND.findall(line.split("=", 1)[1]))
+    return {
+        name
+        for name, (opcode, _, is_root) in instructions.items()
+        if name not in used and not is_root and opcode != "parameter"
+    }
+
+
+def _is_extraction(instruction: _Instruction, instructions: dict[str, _Instruction]) -> bool:
+    """Whether the instruction is a get-tuple-element of a `while` result or of a parameter."""
+    opcode, line, _ = instruction
+    if opcode != "get-tuple-element":
+        return False
+    operand = _OPERAND.search(line.split("get-tuple-element(", 1)[1])
+    return operand is not None and instructions.get(operand.group(1), ("",))[0] in ("while", "parameter")
+
+
+def _needs_loop_cleanup(text: str) -> bool:
+    """Whether the module has a `while` and no dead code but unused extractions.
+
+    Other dead code is what XLA's pass would see too: then the pass runs on the module as imported.
+    """
+    if _LOOP_CALL.search(text) is None:
+        return False
+    instructions = _instructions(text)
+    return all(_is_extraction(instructions[name], instructions) for name in _unused(instructions))
+
+
+def _only_extractions_removed(imported: str, cleaned: str) -> bool:
+    """Whether `cleaned` is `imported` less some unused extractions, and nothing else."""
+    instructions, kept = _instructions(imported), _instructions(cleaned)
+    removed = {name for name in instructions if name not in kept}
+    if not all(_is_extraction(instructions[name], instructions) for name in removed):
+        return False
+    dropped = {instructions[name][1] for name in removed}
+    # Removing instructions changes the order XLA prints the rest in (post order), not the rest.
+    left = [line for line in imported.splitlines() if line not in dropped]
+    return collections.Counter(left) == collections.Counter(cleaned.splitlines())
+
+
+def _run_cleaned(
+    text: str,
+    pass_name: str,
+    disabled_passes: list[str],
+    cleanup_pass: str,
+    pipeline: str | None,
+    occurrence: int,
+) -> tuple[str, str] | None:
+    """(module the pass was given, module after the chosen run) with `cleanup_pass` on; None if unusable.
+
+    The cleanup pass runs where XLA runs it before the pass in the pass's pipelines. It is kept only
+    where all it removed is unused extractions of `while` results and loop parameters, what the
+    import added; otherwise None, and the
+    pass runs without it.
+    """
+    enabled = [name for name in disabled_passes if name != cleanup_pass]
+    overrides = {"xla_disable_hlo_passes": ",".join(enabled)}
+    with dumps_until_stop(text, overrides, f"^{re.escape(pass_name)}$", as_text=True) as dumps:
+        dumped_name = None if pipeline is None else pipeline.replace(" ", "_")
+
+        def runs(found: Callable[[str], bool]) -> list[str]:
+            chosen = [
+                s for s in dumps if found(s) and (dumped_name is None or s.split(".", 2)[1] == dumped_name)
+            ]
+            return sorted(chosen, key=dump_step)
+
+        began = runs(lambda suffix: suffix.endswith(f".before_{pass_name}"))
+        after = runs(lambda suffix: f".after_{pass_name}." in suffix)
+        if len(began) < occurrence or len(after) < occurrence:
+            return None
+        imported = dump_text(dumps["before_optimizations"])
+        given, chosen = dump_text(dumps[began[occurrence - 1]]), dump_text(dumps[after[occurrence - 1]])
+    if given != imported and not _only_extractions_removed(imported, given):
+        return None
+    return given, chosen
 
 
 def _run_dumped(
