@@ -10,6 +10,7 @@ from xlabench.env import PassOrderingEnv
 from xlabench.env.xla_order import OrderCursor, xla_order, xla_order_and_claims
 from xlabench.graphs import resolve_graphs
 from xlabench.xla import default_driver
+from xlabench.xla.catalogue import base_pass
 
 ORDER = ("flatten-call-graph", "dce", "algsimp:fixed-point", "cse", "dce")
 ACTIONS = ["flatten-call-graph", "dce", "algsimp:fixed-point", "algsimp", "cse", "reshape-mover"]
@@ -80,6 +81,21 @@ def test_xla_s_order_followed_lands_on_xla_s_count_where_it_must_claim_passes() 
     assert driver.fair_op_count(env.module, env.sequence) <= default
     # Without the claims the same passes count above XLA's own count.
     assert driver.fair_op_count(env.module, [name for name in env.sequence if name not in claims]) > default
+
+
+def test_where_xla_s_order_does_nothing_through_the_import_the_order_is_the_replay_s() -> None:
+    # A TensorFlow cluster whose conditional has constant branches: XLA's constant_folding folds its
+    # in-memory module to one op, the imported module not at all (12 ops); the replay of XLA's
+    # pipeline folds it with simplify-conditional.
+    [graph] = resolve_graphs("tf-cluster-conditional-const-branches")
+    driver = default_driver()
+    env = PassOrderingEnv(graphs=[graph], driver=driver, max_steps=64, rewards=False, observe_xla_order=True)
+    observation, _ = env.reset(options={"graph": graph.name})
+    in_memory = [name for _, name in driver.default_pipeline_changes(env.module)]
+    assert "constant_folding" in in_memory and "simplify-conditional" not in in_memory
+    assert [base_pass(name) for name in env.xla_order] == ["simplify-conditional"]
+    followed_order(env, observation)
+    assert driver.fair_op_count(env.module, env.sequence) == env.graph_start(graph.name).default_op_count == 1
 
 
 def test_following_xla_next_plays_xla_s_order_and_stops() -> None:

@@ -9,6 +9,12 @@ leave the current module as it is, is passed over); taking it -- or its single r
 failing -- moves the cursor past it, and any other pass leaves the cursor where it is. Policies that
 observe it (`observe_xla_order`) see XLA's next move on any module, their own or a user's.
 
+Where XLA's order, followed through xlabench's canonical form, counts above D, the order is that of
+the replay of XLA's pipeline pass by pass when the replay counts lower: on a TensorFlow cluster whose
+conditional has constant branches, XLA's `constant_folding` folds its in-memory module to one op and
+the imported module not at all, where the replay's `simplify-conditional` does (12 ops -> 1 = D).
+That costs the replay (~130 single-pass compiles) on the graphs where it is needed.
+
 Claims: a sequence's count runs every orderable pass it did not apply (`required-only`), on its final
 module. XLA runs reduce-window-rewriter and reduce-window-resizer before the simplification loop, so
 never on the reduce-windows `tree_reduction_rewriter` makes there; run on the final module they add a
@@ -24,6 +30,7 @@ from collections.abc import Callable, Sequence
 from xlabench.errors import CompilerError
 from xlabench.xla import HloModule, PassDriver
 from xlabench.xla.catalogue import base_pass
+from xlabench.xla.replay import replay_default_pipeline
 
 
 def xla_order(driver: PassDriver, module: HloModule, actions: Sequence[str]) -> tuple[str, ...]:
@@ -35,10 +42,39 @@ def xla_order(driver: PassDriver, module: HloModule, actions: Sequence[str]) -> 
 def xla_order_and_claims(
     driver: PassDriver, module: HloModule, actions: Sequence[str]
 ) -> tuple[tuple[str, ...], frozenset[str]]:
-    """XLA's order on `module` as actions, its claims put at XLA's place, and the claims."""
+    """XLA's order on `module` as actions, its claims put at XLA's place, and the claims.
+
+    Where that order, followed, counts above XLA's D and the replay of XLA's pipeline pass by pass
+    (`xlabench.xla.replay`) counts lower, the order is the replay's: the passes that changed the
+    module there, in its order (see the module docstring).
+    """
+    target = driver.features(driver.run_default_pipeline(module)).op_count
+    changes = [name for _, name in driver.default_pipeline_changes(module)]
+    order, claims = _with_claims(driver, module, _as_actions(driver, changes, actions), actions)
+    followed = _followed_count(driver, module, order)
+    if followed <= target:
+        return order, claims
+    replay = replay_default_pipeline(driver, module)
+    try:
+        replayed = driver.fair_op_count(replay.module, replay.passes)
+    except CompilerError:
+        return order, claims
+    if replayed >= followed:
+        return order, claims
+    effective = [key.split("@", 1)[0] for key in replay.effective]
+    replay_order, replay_claims = _with_claims(
+        driver, module, _as_actions(driver, effective, actions), actions
+    )
+    if _followed_count(driver, module, replay_order) >= followed:
+        return order, claims
+    return replay_order, replay_claims
+
+
+def _as_actions(driver: PassDriver, passes: Sequence[str], actions: Sequence[str]) -> list[str]:
+    """Passes XLA ran, in order, as actions: an unmet requirement first, a pass without an action left out."""
     catalogue = driver.catalogue
     order: list[str] = []
-    for _, name in driver.default_pipeline_changes(module):
+    for name in passes:
         required = catalogue.unmet_requirement(name, order)
         for pass_name in (required, name):
             if pass_name is None:
@@ -46,12 +82,36 @@ def xla_order_and_claims(
             action = catalogue.action_for(pass_name, list(actions))
             if action is not None:
                 order.append(action)
+    return order
+
+
+def _with_claims(
+    driver: PassDriver, module: HloModule, order: list[str], actions: Sequence[str]
+) -> tuple[tuple[str, ...], frozenset[str]]:
+    """`order` with its claims (`claimed_passes`) put at XLA's place, and the claims."""
+    catalogue = driver.catalogue
     claims = claimed_passes(driver, module, order, actions)
+    order = list(order)
     for claim in sorted(claims, key=lambda name: catalogue.passes[name].position):
         position = catalogue.passes[claim].position
         later = [i for i, name in enumerate(order) if catalogue.passes[base_pass(name)].position > position]
         order.insert(later[0] if later else len(order), claim)
     return tuple(order), frozenset(claims)
+
+
+def _followed_count(driver: PassDriver, module: HloModule, order: Sequence[str]) -> float:
+    """The count of `order` applied to `module` (a pass that fails is left out, as an episode would)."""
+    applied: list[str] = []
+    for name in order:
+        try:
+            module = driver.apply_action(module, name)[0]
+        except CompilerError:
+            continue
+        applied.append(name)
+    try:
+        return driver.fair_op_count(module, applied)
+    except CompilerError:
+        return float("inf")
 
 
 def claimed_passes(
