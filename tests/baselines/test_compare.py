@@ -32,6 +32,18 @@ def test_each_status_is_the_worst_thing_the_graph_shows():
     assert counts(list(cases.values())) == dict.fromkeys(cases, 1)
 
 
+def test_under_the_runtime_floor_a_ratio_is_neither_slower_nor_faster():
+    # control_flow-newton_cg-m256-f32-f32: XLA's default runs in 0.11 ms, where the ratio measures
+    # dispatch; the gates do not judge it (`runtime_judged`), so the comparison does not either.
+    def runs(default_ms: float) -> dict:
+        return {"run_seconds": {"sequence": [default_ms / 500] * 5, "default": [default_ms / 1000] * 5}}
+
+    assert Comparison("g", STORED, now(ratio=2.0, **runs(0.11))).status() == "same"
+    assert Comparison("g", STORED, now(ratio=0.5, **runs(0.11))).status() == "same"
+    assert Comparison("g", STORED, now(R=101, ratio=2.0, **runs(0.11))).status() == "more ops"
+    assert Comparison("g", STORED, now(ratio=2.0, **runs(4.0))).status() == "slower"
+
+
 def test_tables_show_op_counts_and_runtime_columns_before_and_now():
     comparisons = [
         Comparison("graph-one", STORED, now(R=110, ratio=1.25, sequence=["cse"])),

@@ -7,6 +7,8 @@ are noisy, so one counts as slower only beyond `Tolerances.runtime_noise`.
 
 from __future__ import annotations
 
+import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xlabench.baselines.records import BaselineEntry, PreviousVersion
@@ -40,6 +42,33 @@ class Tolerances:
     runtime_geomean: float = 0.10
 
 
+def _default_runs_ms(row: EvaluationRow, statistic: Callable[[list[float]], float]) -> float | None:
+    """A statistic of XLA's default executable's timed runs in a measured row (ms), None if untimed."""
+    runs = row.run_seconds.default if row.run_seconds is not None else None
+    return 1000 * statistic(runs) if runs else None
+
+
+def default_median_ms(row: EvaluationRow) -> float | None:
+    """Median run time of XLA's default executable in a measured row (ms), None if it was not timed."""
+    return _default_runs_ms(row, statistics.median)
+
+
+def default_fastest_ms(row: EvaluationRow) -> float | None:
+    """Fastest run of XLA's default executable in a measured row (ms), None if it was not timed."""
+    return _default_runs_ms(row, min)
+
+
+def runtime_judged(row: EvaluationRow, tolerances: Tolerances) -> bool:
+    """Whether a row's runtime is judged: it has a ratio, and XLA's default executable is not too short.
+
+    The floor is judged on the default's fastest run: load only adds time, so a busy machine must not
+    lift a 0.1 ms executable (whose ratio measures dispatch) over the floor.
+    """
+    default_ms = default_fastest_ms(row)
+    floor_met = default_ms is None or default_ms >= tolerances.runtime_floor_ms
+    return row.runtime_ratio is not None and floor_met
+
+
 # What a comparison found on one graph, worst first in `Comparison.status`.
 FAILED, NO_BASELINE, MORE_OPS, SLOWER, FEWER_OPS, FASTER, SAME = (
     "failed", "no baseline", "more ops", "slower", "fewer ops", "faster", "same",
@@ -57,7 +86,8 @@ class Comparison:
     now: EvaluationRow
 
     def status(self, tolerances: Tolerances = Tolerances()) -> str:
-        """The worst of: failed, no baseline, more ops, slower (beyond the noise), fewer ops, faster, same."""
+        """The worst of: failed, no baseline, more ops, slower (beyond the noise), fewer ops, faster, same
+        (runtimes compared only where `runtime_judged`)."""
         now_ops = self.now.policy_ops
         if self.now.error is not None or now_ops is None:
             return FAILED
@@ -66,7 +96,9 @@ class Comparison:
         before_ops = self.before.policy_ops
         if before_ops is not None and now_ops > before_ops:
             return MORE_OPS
-        ratio, stored = self.now.runtime_ratio, self.before.runtime_ratio
+        stored = self.before.runtime_ratio
+        # Under the runtime floor the ratio measures dispatch: the gates do not judge it, nor does this.
+        ratio = self.now.runtime_ratio if runtime_judged(self.now, tolerances) else None
         if ratio is not None and stored and ratio > stored * (1 + tolerances.runtime_noise):
             return SLOWER
         if before_ops is not None and now_ops < before_ops:

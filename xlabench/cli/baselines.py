@@ -173,6 +173,7 @@ def _measure(
                 args.workers,
                 label=policy.label if measurements == 1 else f"{policy.label} ({number}/{measurements})",
                 min_run_seconds=args.min_run_time,
+                keep_runs=True,  # the default's run times: is the runtime judged at all (the floor)?
             )
             for number in range(1, measurements + 1)
         ]

@@ -144,6 +144,7 @@ def evaluate_graphs(
     ray_address: str | None = None,
     checkpoint: Checkpoint | None = None,
     min_run_seconds: float = 0.0,
+    keep_runs: bool = False,
 ) -> list[EvaluationRow]:
     """`evaluate_graph` over many graphs, `workers` at a time (largest first), with a progress bar.
 
@@ -175,7 +176,7 @@ def evaluate_graphs(
         if cancel.is_set():
             return
         row = evaluate_graph(
-            driver, graph, strategy, options, runtime, repeats, cancel, min_run_seconds=min_run_seconds
+            driver, graph, strategy, options, runtime, repeats, cancel, keep_runs, min_run_seconds
         )
         if cancel.is_set():
             return  # a cancelled search returns its best so far: not a result to keep

@@ -16,12 +16,17 @@ from __future__ import annotations
 import math
 import statistics
 import tomllib
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from xlabench.baselines.compare import MIN_RUN_SECONDS, Tolerances
+from xlabench.baselines.compare import (
+    MIN_RUN_SECONDS,
+    Tolerances,
+    default_fastest_ms,
+    default_median_ms,
+    runtime_judged,
+)
 from xlabench.errors import UserInputError
 from xlabench.eval.evaluate import evaluate_graph
 from xlabench.policies.artifact import policy_names, versions
@@ -324,33 +329,6 @@ def judge_geomean(geomean: tuple[float, float | None, int], tolerances: Toleranc
             f"over {gates} gates"
         )
     return failures
-
-
-def _default_runs_ms(row: EvaluationRow, statistic: Callable[[list[float]], float]) -> float | None:
-    """A statistic of XLA's default executable's timed runs in a measured row (ms), None if untimed."""
-    runs = row.run_seconds.default if row.run_seconds is not None else None
-    return 1000 * statistic(runs) if runs else None
-
-
-def default_median_ms(row: EvaluationRow) -> float | None:
-    """Median run time of XLA's default executable in a measured row (ms), None if it was not timed."""
-    return _default_runs_ms(row, statistics.median)
-
-
-def default_fastest_ms(row: EvaluationRow) -> float | None:
-    """Fastest run of XLA's default executable in a measured row (ms), None if it was not timed."""
-    return _default_runs_ms(row, min)
-
-
-def runtime_judged(row: EvaluationRow, tolerances: Tolerances) -> bool:
-    """Whether gate (c) judges the row: it has a ratio, and XLA's default executable is not too short.
-
-    The floor is judged on the default's fastest run: load only adds time, so a busy machine must not
-    lift a 0.1 ms executable (whose ratio measures dispatch) over the floor.
-    """
-    default_ms = default_fastest_ms(row)
-    floor_met = default_ms is None or default_ms >= tolerances.runtime_floor_ms
-    return row.runtime_ratio is not None and floor_met
 
 
 def judge(row: EvaluationRow, baseline: BaselineEntry | None, tolerances: Tolerances) -> list[str]:
