@@ -37,7 +37,8 @@ UNSEEN_FAMILIES: frozenset[str] = frozenset(
 # `pytest --xlabench-graphs FAMILY` gates them today. Emptied when a version ships with their baselines.
 STAGED_FAMILIES: frozenset[str] = frozenset(
     {"flax_resnet", "flax_efficientnet", "flax_densenet", "flax_lm", "nnx_convnext", "nnx_transformer",
-     "haiku_resnet", "haiku_mobilenet", "haiku_vqvae", "eqx_transformer", "eqx_unet", "eqx_resnext"}
+     "haiku_resnet", "haiku_mobilenet", "haiku_vqvae", "eqx_transformer", "eqx_unet", "eqx_resnext",
+     "tf_mobilenet_bn"}
 )  # fmt: skip
 _TEST_FRACTION = 0.25
 # Families without hand-listed `val` configs (`_VALIDATION`) draw them by the same hash: the next 15%.
@@ -176,9 +177,15 @@ _FAMILIES: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
         "tensorflow_models",
         (("model", ""), ("mode", ""), ("layers", "l"), ("width", "d"), ("batch", "b")),
     ),
+    # TensorFlow's MobileNet with fused batch norm: XLA's batch-norm-* ops, which no jax library emits
+    # and torch-xla and TF1-style code do (`tensorflow_models`, model "mobilenet").
+    "tf_mobilenet_bn": (
+        "tensorflow_models",
+        (("mode", ""), ("layers", "l"), ("width", "d"), ("batch", "b")),
+    ),
 }
 # The framework that lowers each family's graphs: jax, unless named here.
-FRAMEWORKS: dict[str, str] = {"tensorflow": "tensorflow"}
+FRAMEWORKS: dict[str, str] = {"tensorflow": "tensorflow", "tf_mobilenet_bn": "tensorflow"}
 
 
 @dataclass(frozen=True)
@@ -448,6 +455,16 @@ def _tensorflow() -> Iterator[dict[str, Any]]:
                            "batch": _cycle([8, 4], i), "dtype": dtype}  # fmt: skip
 
 
+def _tf_mobilenet_bn() -> Iterator[dict[str, Any]]:
+    # Other sizes per dtype, as in `_tensorflow`, so no held-out graph is a train graph in another dtype.
+    sizes = {"f32": [(1, 16), (1, 32), (2, 24)], "bf16": [(1, 24), (2, 16), (2, 32)]}
+    for dtype, shapes in sizes.items():
+        for mode in ("infer", "train"):
+            for i, (layers, width) in enumerate(shapes):
+                yield {"model": "mobilenet", "mode": mode, "layers": layers, "width": width,
+                       "batch": _cycle([8, 4], i), "dtype": dtype}  # fmt: skip
+
+
 # ---------------------------------------------------------------------------- model-library families
 # Grids over depth and width; the secondary axes (image size, batch, dtype) cycle. bf16 is what each
 # library offers: mixed precision in flax and haiku (f32 parameters, bf16 compute), bf16 parameters and
@@ -628,6 +645,7 @@ _CONFIGS: dict[str, Callable[[], Iterator[dict[str, Any]]]] = {
     "mlp_mixer": _mlp_mixer,
     "gnn": _gnn,
     "tensorflow": _tensorflow,
+    "tf_mobilenet_bn": _tf_mobilenet_bn,
     "flax_resnet": _flax_resnet,
     "flax_efficientnet": _flax_efficientnet,
     "flax_densenet": _flax_densenet,

@@ -67,6 +67,45 @@ def _cnn(weights: list[Any], x: tf.Tensor, training: bool) -> tf.Tensor:
     return tf.matmul(x, weights[-2]) + weights[-1]
 
 
+def _mobilenet_shapes(config: dict[str, Any]) -> list[tuple[int, ...]]:
+    width = config["width"]
+    # A stem convolution with its batch norm, then per block a depthwise 3x3 and a pointwise 1x1, each
+    # followed by a batch norm (scale, offset).
+    shapes = [(3, 3, 3, width), (width,), (width,)]
+    for _ in range(config["layers"]):
+        shapes += [(3, 3, width, 1), (width,), (width,), (1, 1, width, width), (width,), (width,)]
+    return shapes + [(width, 10), (10,)]
+
+
+def _fused_batch_norm(x: tf.Tensor, scale: tf.Tensor, offset: tf.Tensor, training: bool) -> tf.Tensor:
+    """TF1-style fused batch norm (tf.compat.v1 layers, tf_keras, TF-Slim): FusedBatchNormV3, which
+    the bridge lowers to XLA's batch-norm-training (its gradient: batch-norm-grad) or, with the moving
+    statistics frozen, batch-norm-inference. Scale and offset stay f32 under mixed precision, as there."""
+    scale, offset = tf.cast(scale, tf.float32), tf.cast(offset, tf.float32)
+    if training:
+        return tf.compat.v1.nn.fused_batch_norm(x, scale, offset, epsilon=1e-3, is_training=True)[0]
+    width = scale.shape[0]
+    mean, variance = tf.zeros([width], tf.float32), tf.ones([width], tf.float32)
+    return tf.compat.v1.nn.fused_batch_norm(
+        x, scale, offset, mean=mean, variance=variance, epsilon=1e-3, is_training=False
+    )[0]
+
+
+def _mobilenet(weights: list[Any], x: tf.Tensor, training: bool) -> tf.Tensor:
+    """MobileNetV1's depthwise-separable blocks with fused batch norm and ReLU6 (tf.compat.v1 style)."""
+    stem, scale, offset = weights[:3]
+    x = tf.nn.conv2d(x, stem, strides=2, padding="SAME")
+    x = tf.nn.relu6(_fused_batch_norm(x, scale, offset, training))
+    for index in range(3, len(weights) - 2, 6):
+        depthwise, d_scale, d_offset, pointwise, p_scale, p_offset = weights[index : index + 6]
+        x = tf.nn.depthwise_conv2d(x, depthwise, strides=[1, 1, 1, 1], padding="SAME")
+        x = tf.nn.relu6(_fused_batch_norm(x, d_scale, d_offset, training))
+        x = tf.nn.conv2d(x, pointwise, strides=1, padding="SAME")
+        x = tf.nn.relu6(_fused_batch_norm(x, p_scale, p_offset, training))
+    x = tf.reduce_mean(x, axis=[1, 2])
+    return tf.matmul(x, weights[-2]) + weights[-1]
+
+
 def _rnn_shapes(config: dict[str, Any]) -> list[tuple[int, ...]]:
     width = config["width"]
     shapes = []
@@ -100,6 +139,7 @@ MODELS = {
     "mlp": (_mlp_shapes, lambda weights, x, training: _mlp(weights, x), (32,)),
     "cnn": (_cnn_shapes, _cnn, (16, 16, 3)),
     "rnn": (_rnn_shapes, lambda weights, x, training: _rnn(weights, x), (12, 16)),
+    "mobilenet": (_mobilenet_shapes, _mobilenet, (16, 16, 3)),
 }
 
 
