@@ -8,7 +8,7 @@ warm start").
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 ALGORITHMS = ("ppo", "ppo-shaping", "ppo-value", "a2c", "dqn", "trpo")
@@ -151,9 +151,20 @@ class WarmStartConfig:
     # Passes in at least this share of the training graphs' orders are tried in every order, even
     # where XLA's run left them with nothing to do (`with_tries`); None: XLA's effective order only.
     try_share: float | None = 0.5
+    # The version before (`previous`: its label) is what a new version is held to: on each training graph
+    # where its stored baseline counts below XLA's default, its sequence (`starts`) is where the
+    # warm start starts, if it counts below XLA's order there too; those graphs join the warm start's.
+    previous: str | None = None
+    starts: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def with_starts(self, previous: str, starts: dict[str, tuple[str, ...]]) -> WarmStartConfig:
+        """This configuration, starting from the version before's sequences on these graphs."""
+        return replace(self, previous=previous, starts={name: tuple(seq) for name, seq in starts.items()})
 
     def to_json(self) -> dict[str, Any]:
-        """The metadata form: a dict of the fields."""
+        """The metadata form: a dict of the fields (of `starts`, the graphs: the sequences are the
+        previous version's stored baselines)."""
         data = asdict(self)
         data["improve_insertions"] = list(self.improve_insertions)
+        data["starts"] = sorted(self.starts)
         return data

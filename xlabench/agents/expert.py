@@ -134,6 +134,33 @@ def improve_order(
     return order, best
 
 
+def previous_start(
+    driver: PassDriver, module: HloModule, order: list[str], order_count: int, previous: list[str], env: Any
+) -> list[str]:
+    """The version before's sequence where it beats `order` (R `order_count`) on `module`, else `order`.
+
+    Taken only where it is a sequence of the environment's actions within its step cap, every pass's
+    requirement met, its R lower, and its outputs numerically no worse than XLA's default's (as
+    `improve_order` judges an edit): a new version is held to the one before, so it is shown what
+    that one did better, not what it did worse.
+    """
+    catalogue = driver.catalogue
+    if len(previous) > env.max_steps - 1 or any(name not in env.actions for name in previous):
+        return order
+    if any(catalogue.unmet_requirement(name, previous[:i]) is not None for i, name in enumerate(previous)):
+        return order
+    try:
+        current = module
+        for name in previous:
+            current, _ = driver.apply_action(current, name)
+        if driver.fair_op_count(current, previous) >= order_count:
+            return order
+        verdict, _ = judge_sequence(module, current, previous, driver=driver)
+    except CompilerError:
+        return order
+    return order if verdict.problems else previous
+
+
 def expert_action(order: list[str], sequence: list[str], mask: np.ndarray, actions: list[str]) -> int:
     """What XLA's order says to do after `sequence`: its first pass not yet done in order and allowed.
 

@@ -20,7 +20,7 @@ before the simplifications they feed, from a reward that only arrives at the end
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +32,7 @@ from xlabench.agents.expert import (
     expert_order,
     improve_order,
     passes_worth_trying,
+    previous_start,
     with_single_runs,
     with_tries,
 )
@@ -102,6 +103,7 @@ def demonstrations(
     gamma: float = 0.99,
     try_share: float | None = None,
     insertions: Sequence[str] = (),
+    starts: Mapping[str, Sequence[str]] | None = None,
 ) -> Demonstrations:
     """Play XLA's effective order on the graphs of the SPEC; record what a policy would see.
 
@@ -110,11 +112,14 @@ def demonstrations(
     passes of `insertions` that XLA iterates there may also be inserted after its float
     normalization). With `per_family`, only that many of each family's (or, `group_by="kind"`, each
     program kind's) graphs, the smallest. With `try_share`, the passes in that share of the orders
-    are tried in every order (`with_tries`), unless that raises the graph's count.
+    are tried in every order (`with_tries`), unless that raises the graph's count. With `starts` (the
+    version before's sequences, by graph), those graphs are demonstrated too, and each starts from its
+    sequence where that counts below XLA's order (`previous_start`).
     """
     from tqdm import tqdm
 
-    selected = warm_start_graphs(graphs, per_family, group_by)
+    starts = starts or {}
+    selected = warm_start_graphs(graphs, per_family, group_by, also=starts)
     orders: dict[str, list[str]] = {}
     counts: dict[str, tuple[int, int]] = {}
 
@@ -127,9 +132,14 @@ def demonstrations(
         env = _environment(selected, environment, driver)
         observation, _ = env.reset(seed=0, options={"graph": graph_name})
         order = followed_order(env, observation) if follows else expert_order(driver, env)
-        if improve_budget > 0:
-            start = env.graph_start(graph_name).module
+        start = env.graph_start(graph_name).module
+        xla_count = None
+        if graph_name in starts:
             xla_count = driver.fair_op_count(env.module, order)
+            order = previous_start(driver, start, order, xla_count, list(starts[graph_name]), env)
+        if improve_budget > 0:
+            if xla_count is None:
+                xla_count = driver.fair_op_count(env.module, order)
             candidates = sorted(set(order))
             # Single runs of the passes XLA iterates here, tried ahead of its loops: on bf16 training
             # graphs one algsimp run before float-normalization ends ~1% below XLA's count.
@@ -211,7 +221,7 @@ def aggregate(
     Cloning sees only states on XLA's own path; one wrong step puts the policy where it has never
     been shown what to do. This shows it, and returns how often it already agreed with the expert.
     """
-    chosen = warm_start_graphs(graphs, per_family, group_by)
+    chosen = warm_start_graphs(graphs, per_family, group_by, also=data.orders)
     selected = [graph for graph in chosen if graph.name in data.orders]
 
     # stable-baselines3 keeps the last distribution on the policy object: two rollout threads acting at
@@ -251,18 +261,23 @@ def program_kind(graph: Any) -> tuple[str, ...]:
     return (graph.family, *(str(graph.config.get(key)) for key in KIND_KEYS))
 
 
-def warm_start_graphs(graphs: str, per_family: int | None, group_by: str = "family") -> list[Any]:
+def warm_start_graphs(
+    graphs: str, per_family: int | None, group_by: str = "family", also: Iterable[str] = ()
+) -> list[Any]:
     """The graphs of a SPEC the warm start learns from: all, or the `per_family` smallest of each
-    family (`group_by="family"`) or of each program kind (`"kind"`, `program_kind`)."""
+    family (`group_by="family"`) or of each program kind (`"kind"`, `program_kind`), and those of
+    the SPEC named in `also`."""
     if group_by not in ("family", "kind"):
         raise ValueError(f"{group_by}: group the warm start's graphs by family or kind")
-    selected = sorted(resolve_graphs(graphs), key=lambda graph: (graph.family, graph.instruction_count))
-    if per_family is not None:
-        key = (lambda graph: graph.family) if group_by == "family" else program_kind
-        groups: dict[Any, list[Any]] = {}
-        for graph in selected:
-            groups.setdefault(key(graph), []).append(graph)
-        selected = [graph for group in groups.values() for graph in group[:per_family]]
+    every = sorted(resolve_graphs(graphs), key=lambda graph: (graph.family, graph.instruction_count))
+    if per_family is None:
+        return every
+    key = (lambda graph: graph.family) if group_by == "family" else program_kind
+    groups: dict[Any, list[Any]] = {}
+    for graph in every:
+        groups.setdefault(key(graph), []).append(graph)
+    chosen = {graph.name for group in groups.values() for graph in group[:per_family]} | set(also)
+    selected = [graph for group in groups.values() for graph in group if graph.name in chosen]
     return selected
 
 

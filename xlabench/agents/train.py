@@ -352,7 +352,9 @@ def train(
     trained_on: str | list[Graph] = graphs
     if warm_start is not None and warm_start.per_family is not None:
         # The graphs themselves, not their names: a user's directory resolves by path, not by name.
-        trained_on = warm_start_graphs(graphs, warm_start.per_family, warm_start.group_by)
+        trained_on = warm_start_graphs(
+            graphs, warm_start.per_family, warm_start.group_by, also=warm_start.starts
+        )
     factories = [
         make_environment(
             trained_on,
@@ -478,6 +480,7 @@ def _warm_start(
             gamma=GAMMA,
             try_share=config.try_share,
             insertions=config.improve_insertions,
+            starts=config.starts,
         )
         improved = {name: pair for name, pair in data.counts.items() if pair[1] < pair[0]}
         figures = behaviour_cloning(model.policy, data, seed=seed, **cloning)

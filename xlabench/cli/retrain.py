@@ -159,6 +159,11 @@ def run_retrain(args: argparse.Namespace) -> int:
     if args.reward_baseline is not None:
         environment = environment.replace(reward_baseline=args.reward_baseline)
     warm_start = WARM_START if args.warm_start == "xla-order" and args.algo != "dqn" else None
+    if warm_start is not None:
+        previous, starts = _previous_starts(args.name, args.graphs)
+        if starts:
+            warm_start = warm_start.with_starts(previous, starts)
+            print(f"retrain: the warm start starts from {previous}'s sequences on {len(starts)} graphs")
     if args.validate_every < 0:
         raise UserInputError(f"--validate-every must be 0 or more steps, not {args.validate_every}")
     validation = Validation(args.select_on, args.validate_every) if args.validate_every else None
@@ -281,6 +286,24 @@ def run_retrain(args: argparse.Namespace) -> int:
         checkpoint.remove()
     print(f"wrote {path} ({change})")
     return 0
+
+
+def _previous_starts(name: str, graphs: str) -> tuple[str, dict[str, tuple[str, ...]]]:
+    """The version before (the label of `name`'s stored baselines) and its stored sequences on the
+    training graphs where it counts below XLA's default: what the new version is held to."""
+    from xlabench.baselines import storage
+
+    stored = storage.load(name)
+    if stored is None:
+        return "", {}
+    starts = {}
+    for graph in resolve_graphs(graphs):
+        entry = stored.get(graph.name)
+        if entry is None or not entry.sequence or entry.policy_ops is None or entry.default_ops is None:
+            continue
+        if entry.policy_ops < entry.default_ops:
+            starts[graph.name] = tuple(entry.sequence)
+    return stored.policy, starts
 
 
 def _write_seed_scores(
