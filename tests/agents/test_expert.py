@@ -12,6 +12,7 @@ from xlabench.agents.expert import (
     expert_order,
     improve_order,
     passes_worth_trying,
+    previous_start,
     with_single_runs,
     with_tries,
 )
@@ -150,6 +151,28 @@ def test_improving_an_order_judges_an_edit_ahead_of_float_normalization_by_its_n
     for name in improved:
         after = driver.apply_pass(after, name)
     assert judge_sequence(module, after, improved, driver=driver)[0].problems == []
+
+
+def test_the_version_before_is_where_the_warm_start_starts_only_where_it_beats_xlas_order():
+    driver = default_driver()
+    [graph] = resolve_graphs("tensorflow-cnn-infer-l1-d16-b8-f32")
+    env = PassOrderingEnv(graphs=[graph], driver=driver, **ENVIRONMENT.to_json())
+    observation, _ = env.reset(options={"graph": graph.name})
+    order = followed_order(env, observation)
+    count = driver.fair_op_count(env.module, order)
+    module = env.graph_start(graph.name).module
+    # XLA's pipeline adds ops to this frozen CNN (I 34, D 37); general@v2.0 inlined calls, no more.
+    previous = ["call-inliner"]
+    after = module
+    for name in previous:
+        after = driver.apply_pass(after, name)
+    assert driver.fair_op_count(after, previous) < count
+    assert previous_start(driver, module, order, count, previous, env) == previous
+    # Not where it counts no lower, nor where the environment has no such action.
+    assert (
+        previous_start(driver, module, order, driver.fair_op_count(after, previous), previous, env) == order
+    )
+    assert previous_start(driver, module, order, count, [*previous, "no-such-pass"], env) == order
 
 
 @pytest.mark.slow

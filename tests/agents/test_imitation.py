@@ -137,3 +137,11 @@ def test_grouped_by_kind_the_warm_start_sees_every_program_of_a_family():
     assert {graph.config["program"] for graph in by_kind} >= {"cg", "newton_cg", "cond_train"}
     with pytest.raises(ValueError, match="by family or kind"):
         warm_start_graphs("control_flow", 1, group_by="dtype")
+
+
+def test_graphs_the_version_before_did_better_on_join_the_warm_start():
+    by_kind = warm_start_graphs("control_flow", 1, group_by="kind")
+    largest = max(resolve_graphs("control_flow"), key=lambda graph: graph.instruction_count)
+    joined = warm_start_graphs("control_flow", 1, group_by="kind", also=[largest.name, "not-in-the-spec"])
+    assert [graph.name for graph in joined if graph not in by_kind] == [largest.name]
+    assert len(joined) == len(by_kind) + 1

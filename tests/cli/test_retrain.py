@@ -1,10 +1,13 @@
-"""`xlabench retrain` interrupted: Ctrl-C stops it at once and leaves the stored versions as they were."""
+"""`xlabench retrain`: interrupted, Ctrl-C stops it at once and leaves the stored versions as they were;
+its warm start starts from the version before where that one beat XLA's default."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.commands import interrupt_after
+from xlabench.baselines import storage
+from xlabench.cli.retrain import _previous_starts
 
 
 @pytest.mark.slow
@@ -22,3 +25,13 @@ def test_ctrl_c_leaves_the_last_good_version_untouched(small_graph, tmp_path):
     assert (code, last_line) == (130, "xlabench: interrupted")
     after = {path: path.read_bytes() for path in policies.rglob("*") if path.is_file()}
     assert after == before and [p.name for p in (policies / "tiny").iterdir()] == ["v1.0"]
+
+
+def test_the_warm_start_starts_from_the_stored_version_where_it_beat_xlas_default():
+    stored = storage.load("general")
+    previous, starts = _previous_starts("general", "tensorflow")
+    assert previous == stored.policy and starts
+    for name, sequence in starts.items():
+        entry = stored.get(name)
+        assert entry.policy_ops < entry.default_ops and list(sequence) == entry.sequence
+    assert _previous_starts("no-such-policy", "tensorflow") == ("", {})
