@@ -1,4 +1,4 @@
-"""`xlabench baselines update|diff` on a small graph with the shipped general policy."""
+"""`xlabench baselines update|diff` on a small graph with the general policy."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ GRAPH = "mlp_mixer-infer-l2-d64-p4-i16-b2-bf16"
 @pytest.mark.slow
 def test_update_stores_and_diff_shows_what_a_compiler_change_does(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("XLABENCH_BASELINES_DIR", str(tmp_path))
-    options = ["--policy", "general", "--graphs", GRAPH, "--workers", "1", "--min-run-time", "0.05"]
+    # Versions named: the test is of how a version is shown against the one before, whichever ships.
+    options = ["--policy", "general@v2.0", "--graphs", GRAPH, "--workers", "1", "--min-run-time", "0.05"]
     earlier = ["--policy", "general@v1.1", *options[2:], "--measurements", "1"]
     assert main(["baselines", "update", *earlier]) == 0
     capsys.readouterr()
@@ -74,9 +75,9 @@ def test_a_stored_runtime_ratio_is_the_median_and_a_rollout_that_differs_is_not_
 
 @pytest.mark.slow
 def test_update_says_which_stored_graphs_fail_a_gate_today_and_strict_exits_1(tmp_path, monkeypatch, capsys):
-    # The shipped policy stops short of XLA's default on this module (R 5 > D 4): stored, and said so.
+    # general@v2.0 stops short of XLA's default on this module (R 5 > D 4): stored, and said so.
     monkeypatch.setenv("XLABENCH_BASELINES_DIR", str(tmp_path))
-    options = ["--policy", "general", "--graphs", "frontend-attributes", "--workers", "1"]
+    options = ["--policy", "general@v2.0", "--graphs", "frontend-attributes", "--workers", "1"]
     options += ["--measurements", "1", "--min-run-time", "0.01"]
     assert main(["baselines", "update", *options]) == 0
     out = capsys.readouterr().out

@@ -17,6 +17,7 @@ from xlabench.cli import main
 from xlabench.env import PassOrderingEnv
 from xlabench.graphs import resolve_graphs
 from xlabench.interactive.serve import DEFAULT_ENVIRONMENT
+from xlabench.policies.artifact import resolve
 from xlabench.xla import default_driver
 
 GRAPH = "recurrent-gru-infer-l1-h128-s16-b8-f32"
@@ -232,4 +233,5 @@ def test_advise_refuses_features_its_policy_cannot_take_and_stops_the_compiler(t
     code = main(["advise", "--channel-base", str(base), "--", sys.executable, str(script), str(base)])
     assert code == 2 and time.monotonic() - started < 60
     err = capsys.readouterr().err
-    _one_line_error(err, "general@v2.0 cannot take these features: action_counts missing")
+    shipped = f"general@{resolve('general').name}"  # the version `advise` loads by default
+    _one_line_error(err, f"{shipped} cannot take these features: action_counts missing")
