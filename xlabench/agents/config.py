@@ -152,8 +152,8 @@ class WarmStartConfig:
     # where XLA's run left them with nothing to do (`with_tries`); None: XLA's effective order only.
     try_share: float | None = 0.5
     # The version before (`previous`: its label) is what a new version is held to: on each training graph
-    # where its stored baseline counts below XLA's default, its sequence (`starts`) is where the
-    # warm start starts, if it counts below XLA's order there too; those graphs join the warm start's.
+    # with a stored baseline, its sequence (`starts`) is where the warm start starts if it counts below
+    # XLA's order there; such a graph joins the warm start's graphs.
     previous: str | None = None
     starts: dict[str, tuple[str, ...]] = field(default_factory=dict)
 

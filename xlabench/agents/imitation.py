@@ -113,12 +113,15 @@ def demonstrations(
     normalization). With `per_family`, only that many of each family's (or, `group_by="kind"`, each
     program kind's) graphs, the smallest. With `try_share`, the passes in that share of the orders
     are tried in every order (`with_tries`), unless that raises the graph's count. With `starts` (the
-    version before's sequences, by graph), those graphs are demonstrated too, and each starts from its
-    sequence where that counts below XLA's order (`previous_start`).
+    version before's sequences, by graph), a graph starts from its sequence where that counts below
+    XLA's order (`previous_start`), and such a graph is demonstrated even if not one of the smallest.
     """
     from tqdm import tqdm
 
     starts = starts or {}
+    # A graph of `starts` beyond the smallest of its kind is demonstrated only where the version
+    # before beat XLA's order on it.
+    smallest = {graph.name for graph in warm_start_graphs(graphs, per_family, group_by)}
     selected = warm_start_graphs(graphs, per_family, group_by, also=starts)
     orders: dict[str, list[str]] = {}
     counts: dict[str, tuple[int, int]] = {}
@@ -136,7 +139,10 @@ def demonstrations(
         xla_count = None
         if graph_name in starts:
             xla_count = driver.fair_op_count(env.module, order)
-            order = previous_start(driver, start, order, xla_count, list(starts[graph_name]), env)
+            previous = previous_start(driver, start, order, xla_count, list(starts[graph_name]), env)
+            if previous is order and graph_name not in smallest:
+                return
+            order = previous
         if improve_budget > 0:
             if xla_count is None:
                 xla_count = driver.fair_op_count(env.module, order)
@@ -156,6 +162,8 @@ def demonstrations(
         list(
             tqdm(executor.map(expert, names), desc="warm start: XLA's orders", total=len(names), unit="graph")
         )
+    selected = [graph for graph in selected if graph.name in orders]
+    names = [graph.name for graph in selected]
     tries: list[str] = []
     if try_share is not None and not follows:
         tries = passes_worth_trying(orders, try_share)

@@ -352,9 +352,7 @@ def train(
     trained_on: str | list[Graph] = graphs
     if warm_start is not None and warm_start.per_family is not None:
         # The graphs themselves, not their names: a user's directory resolves by path, not by name.
-        trained_on = warm_start_graphs(
-            graphs, warm_start.per_family, warm_start.group_by, also=warm_start.starts
-        )
+        trained_on = warm_start_graphs(graphs, warm_start.per_family, warm_start.group_by)
     factories = [
         make_environment(
             trained_on,
