@@ -145,3 +145,17 @@ def test_graphs_the_version_before_did_better_on_join_the_warm_start():
     joined = warm_start_graphs("control_flow", 1, group_by="kind", also=[largest.name, "not-in-the-spec"])
     assert [graph.name for graph in joined if graph not in by_kind] == [largest.name]
     assert len(joined) == len(by_kind) + 1
+
+
+def test_a_graph_beyond_the_smallest_is_demonstrated_where_the_version_before_won():
+    driver = default_driver()
+    smallest, larger = "tensorflow-cnn-infer-l1-d16-b8-f32", "tensorflow-cnn-infer-l2-d32-b4-f32"
+    spec = f"{smallest},{larger}"  # one program kind: only the smallest is demonstrated by default
+    # On the larger frozen CNN, doing nothing counts 47 against XLA's order's 50: a start that wins.
+    won = demonstrations(
+        spec, ENVIRONMENT, driver, workers=1, per_family=1, group_by="kind", starts={larger: []}
+    )
+    assert set(won.orders) == {smallest, larger} and won.orders[larger] == []
+    # A start the environment cannot play does not win: the graph is left to its kind's smallest.
+    lost = demonstrations(spec, ENVIRONMENT, driver, **by_kind, starts={larger: ["no-such-pass"]})
+    assert set(lost.orders) == {smallest}
