@@ -152,9 +152,8 @@ def test_a_graph_beyond_the_smallest_is_demonstrated_where_the_version_before_wo
     smallest, larger = "tensorflow-cnn-infer-l1-d16-b8-f32", "tensorflow-cnn-infer-l2-d32-b4-f32"
     spec = f"{smallest},{larger}"  # one program kind: only the smallest is demonstrated by default
     # On the larger frozen CNN, doing nothing counts 47 against XLA's order's 50: a start that wins.
-    won = demonstrations(
-        spec, ENVIRONMENT, driver, workers=1, per_family=1, group_by="kind", starts={larger: []}
-    )
+    by_kind = {"workers": 1, "per_family": 1, "group_by": "kind"}
+    won = demonstrations(spec, ENVIRONMENT, driver, **by_kind, starts={larger: []})
     assert set(won.orders) == {smallest, larger} and won.orders[larger] == []
     # A start the environment cannot play does not win: the graph is left to its kind's smallest.
     lost = demonstrations(spec, ENVIRONMENT, driver, **by_kind, starts={larger: ["no-such-pass"]})
