@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 import torch
 from stable_baselines3.common.vec_env import DummyVecEnv
@@ -11,6 +12,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 from xlabench.agents.config import ACTIVATION, GAMMA, NET_ARCH
 from xlabench.agents.expert import expert_action
 from xlabench.agents.imitation import (
+    Demonstrations,
     aggregate,
     behaviour_cloning,
     demonstrations,
@@ -18,6 +20,7 @@ from xlabench.agents.imitation import (
     followed_order,
     program_kind,
     warm_start_graphs,
+    with_followed_copies,
 )
 from xlabench.agents.train import ENVIRONMENT, build_model, make_environment
 from xlabench.env import PassOrderingEnv
@@ -158,3 +161,25 @@ def test_a_graph_beyond_the_smallest_is_demonstrated_where_the_version_before_wo
     # A start the environment cannot play does not win: the graph is left to its kind's smallest.
     lost = demonstrations(spec, ENVIRONMENT, driver, **by_kind, starts={larger: ["no-such-pass"]})
     assert set(lost.orders) == {smallest}
+
+
+def test_following_xla_is_shown_for_every_pass_the_state_allows():
+    # Four actions and stop; state 0 follows XLA's next pass (1), state 1 departs from it (takes 2).
+    following = np.zeros((2, 5), dtype=np.float32)
+    following[:, 1] = 1.0
+    masks = np.array([[True, True, False, True, True], [True, True, True, True, True]])
+    data = Demonstrations(
+        {"xla_next": following, "histogram": np.ones((2, 3), dtype=np.float32)},
+        masks,
+        np.array([1, 2]),
+        graphs=1,
+        returns=np.array([0.5, 0.25], dtype=np.float32),
+    )
+    copied = with_followed_copies(data, copies=3, seed=0)
+    assert len(copied) == 5 and list(copied.actions[:2]) == [1, 2]
+    added = copied.observations["xla_next"][2:]
+    # Copies of the following state only, XLA's next pass each time another the mask allows (0 or 3,
+    # never the masked 2 or stop), and that pass the label.
+    assert list(added.argmax(axis=1)) == list(copied.actions[2:]) and set(copied.actions[2:]) <= {0, 3}
+    assert (added.sum(axis=1) == 1).all() and (copied.returns[2:] == 0.5).all()
+    assert with_followed_copies(data, copies=0, seed=0) is data

@@ -146,6 +146,10 @@ class WarmStartConfig:
     epochs: int = 400
     learning_rate: float = 3e-3
     batch_size: int = 64
+    # Per state where the expert follows XLA's next pass, this many copies with another pass as XLA's
+    # next and as the label (`imitation.with_followed_copies`): following `xla_next` is shown for every
+    # pass, not only for those of the training graphs' orders. 0: none.
+    follow_copies: int = 1
     # Rounds of DAgger: roll out, label the states the policy reaches with XLA's order from there, fit.
     dagger_rounds: int = 4
     # Passes in at least this share of the training graphs' orders are tried in every order, even

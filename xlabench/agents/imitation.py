@@ -366,23 +366,73 @@ def _collect(
     )
 
 
+XLA_NEXT = "xla_next"  # the observation of XLA's next pass (`xlabench.env.observation`)
+
+
+def with_followed_copies(data: Demonstrations, copies: int, seed: int) -> Demonstrations:
+    """The demonstrations and, for each state where the expert took XLA's next pass, `copies` copies
+    in which XLA's next pass is another pass the state allows, and the label is that pass.
+
+    Cloning shows as XLA's next move only the passes of the training graphs' orders, and drives the
+    logit of every other pass down everywhere: on a user's module whose order has one
+    (`simplify-conditional` on a TensorFlow cluster, `convolution-group-converter` on torch-xla's
+    MobileNetV2), a policy then refuses XLA's next pass. The copies make following `xla_next` one
+    rule for every pass; the states where the expert departs from XLA's order are left as they are.
+    """
+    if copies <= 0 or XLA_NEXT not in data.observations or not len(data):
+        return data
+    following = data.observations[XLA_NEXT]
+    stop = following.shape[1] - 1
+    generator = np.random.default_rng(seed)
+    rows: list[int] = []
+    labels: list[int] = []
+    for index in np.flatnonzero((following.argmax(axis=1) == data.actions) & (data.actions != stop)):
+        others = np.flatnonzero(data.masks[index][:stop])
+        others = others[others != data.actions[index]]
+        if len(others):
+            chosen = generator.choice(others, size=copies)
+            rows += [int(index)] * copies
+            labels += [int(action) for action in chosen]
+    if not rows:
+        return data
+    observations = {key: value[rows].copy() for key, value in data.observations.items()}
+    observations[XLA_NEXT][:] = 0.0
+    observations[XLA_NEXT][np.arange(len(rows)), labels] = 1.0
+    copied = Demonstrations(
+        observations,
+        data.masks[rows],
+        np.asarray(labels, dtype=data.actions.dtype),
+        data.graphs,
+        data.returns[rows],
+    )
+    return data.extend(copied)
+
+
 def behaviour_cloning(
-    policy: Any, data: Demonstrations, epochs: int, learning_rate: float, batch_size: int, seed: int
+    policy: Any,
+    data: Demonstrations,
+    epochs: int,
+    learning_rate: float,
+    batch_size: int,
+    seed: int,
+    follow_copies: int = 0,
 ) -> dict[str, float]:
     """Fit an actor-critic policy's masked action distribution to the demonstrations, and its value
-    function to their returns (so reinforcement learning starts from a critic that fits the actor)."""
+    function to their returns (so reinforcement learning starts from a critic that fits the actor);
+    with `follow_copies`, also to `with_followed_copies` of them (the accuracy is on the demonstrations)."""
     import torch
 
     generator = np.random.default_rng(seed)
     optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate)
-    observations = {key: torch.as_tensor(value) for key, value in data.observations.items()}
-    masks = torch.as_tensor(data.masks)
-    actions = torch.as_tensor(data.actions)
-    returns = torch.as_tensor(data.returns)
+    fitted = with_followed_copies(data, follow_copies, seed)
+    observations = {key: torch.as_tensor(value) for key, value in fitted.observations.items()}
+    masks = torch.as_tensor(fitted.masks)
+    actions = torch.as_tensor(fitted.actions)
+    returns = torch.as_tensor(fitted.returns)
     policy.set_training_mode(True)
     loss = value_loss = torch.tensor(0.0)
     for _ in range(epochs):
-        order = generator.permutation(len(data))
+        order = generator.permutation(len(fitted))
         for start in range(0, len(order), batch_size):
             batch = torch.as_tensor(order[start : start + batch_size])
             logits = _logits(policy, {key: value[batch] for key, value in observations.items()})
@@ -395,10 +445,12 @@ def behaviour_cloning(
             optimizer.step()
     policy.set_training_mode(False)
     with torch.no_grad():
-        logits = _logits(policy, observations).masked_fill(~masks, -1e8)
-        accuracy = float((logits.argmax(dim=1) == actions).float().mean())
+        shown = {key: torch.as_tensor(value) for key, value in data.observations.items()}
+        logits = _logits(policy, shown).masked_fill(~torch.as_tensor(data.masks), -1e8)
+        accuracy = float((logits.argmax(dim=1) == torch.as_tensor(data.actions)).float().mean())
     return {
         "demonstrations": len(data),
+        "followed_copies": len(fitted) - len(data),
         "graphs": data.graphs,
         "loss": float(loss.detach()),
         "value_loss": float(value_loss.detach()),

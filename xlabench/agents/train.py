@@ -463,6 +463,7 @@ def _warm_start(
         "epochs": config.epochs,
         "learning_rate": config.learning_rate,
         "batch_size": config.batch_size,
+        "follow_copies": config.follow_copies,
     }
     pool = CompilerPool(size=max(1, workers))
     try:
