@@ -148,8 +148,10 @@ class WarmStartConfig:
     batch_size: int = 64
     # Per state where the expert follows XLA's next pass, this many copies with another pass as XLA's
     # next and as the label (`imitation.with_followed_copies`): following `xla_next` is shown for every
-    # pass, not only for those of the training graphs' orders. 0: none.
-    follow_copies: int = 1
+    # pass, not only for those of the training graphs' orders. 0: none (the policy network departs from
+    # XLA's next pass only as demonstrated, `FollowsXlaOrderPolicy`; with 1 copy and no such constraint
+    # the warm start still left XLA's order on foreign modules: docs/design.md).
+    follow_copies: int = 0
     # Rounds of DAgger: roll out, label the states the policy reaches with XLA's order from there, fit.
     dagger_rounds: int = 4
     # Passes in at least this share of the training graphs' orders are tried in every order, even

@@ -425,6 +425,9 @@ def behaviour_cloning(
     generator = np.random.default_rng(seed)
     optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate)
     fitted = with_followed_copies(data, follow_copies, seed)
+    if hasattr(policy, "show_departures") and XLA_NEXT in fitted.observations:
+        # Every demonstrated (XLA's next, action) pair, and no other departure (`FollowsXlaOrderPolicy`).
+        policy.show_departures(fitted.observations[XLA_NEXT], fitted.actions)
     observations = {key: torch.as_tensor(value) for key, value in fitted.observations.items()}
     masks = torch.as_tensor(fitted.masks)
     actions = torch.as_tensor(fitted.actions)

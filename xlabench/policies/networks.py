@@ -76,11 +76,16 @@ FOLLOW_WEIGHT_INIT = 5.0
 
 
 class FollowsXlaOrderPolicy(MaskableMultiInputActorCriticPolicy):
-    """MaskablePPO's actor-critic whose action logits also get `follow_weight` x `xla_next`.
+    """MaskablePPO's actor-critic whose action logits also get `follow_weight` x `xla_next`, and
+    that departs from XLA's next pass only as its demonstrations did (`departures`).
 
     Taking XLA's next pass is then one learned number for every pass and graph, not a map from each
     pass's one-hot through the MLP that holds only for the feature combinations of the training
-    graphs; the MLP learns the departures from XLA's order.
+    graphs; the MLP learns the departures from XLA's order. On a module unlike any it was trained on
+    the MLP's logits are an extrapolation, large enough to outweigh `follow_weight` (the fifth v3.0
+    candidate refused `simplify-conditional` on a TensorFlow cluster and `dce` on an XLA fuzz module):
+    `departures[n, a]` says whether action `a` was ever demonstrated where XLA's next was `n`, and
+    every other action but `n` itself is masked.
     """
 
     _xla_next: torch.Tensor | None = None
@@ -88,6 +93,9 @@ class FollowsXlaOrderPolicy(MaskableMultiInputActorCriticPolicy):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.follow_weight = torch.nn.Parameter(torch.tensor(FOLLOW_WEIGHT_INIT))
+        width = int(self.action_space.n)
+        # Before any demonstration: no constraint (as versions made without it).
+        self.register_buffer("departures", torch.ones(width, width))
         # The optimizer was built over the parameters before this one.
         self.optimizer = self.optimizer_class(
             self.parameters(), lr=self.optimizer.param_groups[0]["lr"], **self.optimizer_kwargs
@@ -107,10 +115,21 @@ class FollowsXlaOrderPolicy(MaskableMultiInputActorCriticPolicy):
         self._xla_next = obs[XLA_NEXT_KEY]
         return super().get_distribution(obs, action_masks)
 
+    def show_departures(self, xla_next: Any, actions: Any) -> None:
+        """Allow exactly the departures demonstrated: action `actions[i]` where XLA's next was
+        `argmax(xla_next[i])`."""
+        departures = torch.zeros_like(self.departures)
+        rows = torch.as_tensor(xla_next).argmax(dim=1)
+        departures[rows, torch.as_tensor(actions, dtype=torch.long)] = 1.0
+        self.departures.copy_(departures)
+
     def _get_action_dist_from_latent(self, latent_pi: torch.Tensor) -> Any:
         logits = self.action_net(latent_pi)
         if self._xla_next is not None:
-            logits = logits + self.follow_weight * self._xla_next.reshape(logits.shape)
+            following = self._xla_next.reshape(logits.shape)
+            logits = logits + self.follow_weight * following
+            allowed = (following @ self.departures + following) > 0.5
+            logits = logits.masked_fill(~allowed, MASKED_LOGIT)
         return self.action_dist.proba_distribution(action_logits=logits)
 
 

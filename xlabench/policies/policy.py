@@ -65,8 +65,11 @@ class Policy:
             lambda _: 0.0,
             **policy_kwargs(hyperparameters["net_arch"], hyperparameters["activation"]),
         )
+        tensors = dict(artifact.tensors)
+        if follows and "departures" not in tensors:  # made before departures were kept: unconstrained
+            tensors["departures"] = self.network.departures
         try:
-            self.network.load_state_dict(artifact.tensors, strict=True)
+            self.network.load_state_dict(tensors, strict=True)
         except RuntimeError as error:
             first = str(error).strip().splitlines()[0]
             raise PolicyError(
