@@ -175,6 +175,22 @@ def test_the_kl_anchor_holds_the_direct_path_from_xlas_order_too(small_graph):
     assert model.policy.follow_weight.grad.item() < 0  # descending the KL raises the weight back
 
 
+def test_the_network_departs_from_xlas_next_pass_only_as_demonstrated(small_graph):
+    model = build_model("ppo", DummyVecEnv([make_environment(small_graph, "ppo", 0, 0)]), 0, None)
+    env = PassOrderingEnv(graphs=small_graph, **ENVIRONMENT.to_json())
+    observation, _ = env.reset(seed=0)
+    state = model.policy.obs_to_tensor(observation)[0]
+    following = int(observation["xla_next"].argmax())
+    with torch.no_grad():
+        model.policy.follow_weight.zero_()  # the MLP alone: every action has some probability
+        assert (model.policy.get_distribution(state).distribution.probs > 1e-6).sum() > 2
+        departure = (following + 1) % len(observation["xla_next"])
+        model.policy.show_departures(observation["xla_next"][None], [departure])
+        probabilities = model.policy.get_distribution(state).distribution.probs[0]
+    # XLA's next pass, or the one departure shown where it was XLA's next: nothing else.
+    assert set(torch.nonzero(probabilities > 1e-6).flatten().tolist()) == {following, departure}
+
+
 @pytest.mark.slow
 def test_ppo_after_a_warm_start_trains_on_a_users_graph_files(tmp_path):
     # PPO runs on the warm start's graphs, handed over as graphs: files outside the suite resolve by path.
