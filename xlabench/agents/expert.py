@@ -72,9 +72,6 @@ def improve_order(
     catalogue = driver.catalogue
     spent = 0
 
-    def valid(sequence: list[str]) -> bool:
-        return all(catalogue.unmet_requirement(name, sequence[:i]) is None for i, name in enumerate(sequence))
-
     def evaluate(start: HloModule, suffix: list[str], sequence: list[str]) -> tuple[HloModule, int] | None:
         """The module after `suffix` from `start` and the fair count of `sequence`; None if out of budget."""
         nonlocal spent
@@ -113,7 +110,7 @@ def improve_order(
             edits += [(i, [name, *order[i:]]) for i in positions for name in insertions]
         for position, suffix in edits:
             sequence = order[:position] + suffix
-            if not valid(sequence):
+            if not _requirements_met(catalogue, sequence):
                 continue
             result = evaluate(prefixes[position], suffix, sequence)
             if result is not None and result[1] < best and spent < budget:
@@ -137,28 +134,83 @@ def improve_order(
 def previous_start(
     driver: PassDriver, module: HloModule, order: list[str], order_count: int, previous: list[str], env: Any
 ) -> list[str]:
-    """The version before's sequence where it beats `order` (R `order_count`) on `module`, else `order`.
+    """Where the version before's sequence beats `order` (R `order_count`) on `module`: the order
+    nearest XLA's that does as well, else that sequence; elsewhere `order`.
 
-    Taken only where it is a sequence of the environment's actions within its step cap, every pass's
-    requirement met, its R lower, and its outputs numerically no worse than XLA's default's (as
-    `improve_order` judges an edit): a new version is held to the one before, so it is shown what
-    that one did better, not what it did worse.
+    The sequence counts only where it is one of the environment's actions within its step cap, every
+    pass's requirement met, its R lower, and its outputs numerically no worse than XLA's default's (as
+    `improve_order` judges an edit): a new version is held to the one before, so it is shown what that
+    one did better, not what it did worse. What is shown is `order` without as few as possible of the
+    passes the sequence never ran (`_dropped_to`), where that reaches the sequence's R: the sequence
+    itself departs from XLA's next pass at nearly every step (v2.0's never runs `dce`), and a policy
+    shown those departures takes them on modules they do not fit (an XLA fuzz module full of dead code).
     """
     catalogue = driver.catalogue
     if len(previous) > env.max_steps - 1 or any(name not in env.actions for name in previous):
         return order
     if any(catalogue.unmet_requirement(name, previous[:i]) is not None for i, name in enumerate(previous)):
         return order
-    try:
-        current = module
-        for name in previous:
-            current, _ = driver.apply_action(current, name)
-        if driver.fair_op_count(current, previous) >= order_count:
-            return order
-        verdict, _ = judge_sequence(module, current, previous, driver=driver)
-    except CompilerError:
+
+    def outcome(sequence: list[str]) -> tuple[int, HloModule] | None:
+        """R of `sequence` and its module; None where a pass fails or a requirement is unmet."""
+        if any(
+            catalogue.unmet_requirement(name, sequence[:i]) is not None for i, name in enumerate(sequence)
+        ):
+            return None
+        try:
+            current = module
+            for name in sequence:
+                current, _ = driver.apply_action(current, name)
+            return driver.fair_op_count(current, sequence), current
+        except CompilerError:
+            return None
+
+    def no_worse(sequence: list[str], result: HloModule) -> bool:
+        try:
+            verdict, _ = judge_sequence(module, result, sequence, driver=driver)
+        except CompilerError:
+            return False
+        return not verdict.problems
+
+    reached = outcome(previous)
+    if reached is None or reached[0] >= order_count or not no_worse(previous, reached[1]):
         return order
-    return order if verdict.problems else previous
+    nearest = _dropped_to(order, previous, reached[0], outcome)
+    if nearest is not None:
+        result = outcome(nearest)
+        if result is not None and no_worse(nearest, result[1]):
+            return nearest
+    return previous
+
+
+def _requirements_met(catalogue: Any, sequence: list[str]) -> bool:
+    """Whether every pass of `sequence` has the pass it requires before it."""
+    return all(catalogue.unmet_requirement(name, sequence[:i]) is None for i, name in enumerate(sequence))
+
+
+def _dropped_to(order: list[str], previous: list[str], target: int, outcome: Any) -> list[str] | None:
+    """`order` without the fewest passes absent from `previous` (all runs of each) that counts at most
+    `target`: one pass if one does, else all of them, then each put back while the count holds."""
+    ran = {base_pass(name) for name in previous}
+    absent = list(dict.fromkeys(base_pass(name) for name in order if base_pass(name) not in ran))
+
+    def without(dropped: set[str]) -> list[str]:
+        return [name for name in order if base_pass(name) not in dropped]
+
+    def reaches(dropped: set[str]) -> bool:
+        result = outcome(without(dropped))
+        return result is not None and result[0] <= target
+
+    for name in absent:
+        if reaches({name}):
+            return without({name})
+    dropped = set(absent)
+    if not absent or not reaches(dropped):
+        return None
+    for name in absent:
+        if reaches(dropped - {name}):
+            dropped.discard(name)
+    return without(dropped)
 
 
 def expert_action(order: list[str], sequence: list[str], mask: np.ndarray, actions: list[str]) -> int:
