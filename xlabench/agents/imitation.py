@@ -40,6 +40,7 @@ from xlabench.env import PassOrderingEnv
 from xlabench.env.config import EnvironmentConfig
 from xlabench.errors import CompilerError
 from xlabench.graphs import resolve_graphs
+from xlabench.policies.networks import XLA_NEXT_KEY
 from xlabench.xla import PassDriver
 from xlabench.xla.catalogue import base_pass
 
@@ -366,9 +367,6 @@ def _collect(
     )
 
 
-XLA_NEXT = "xla_next"  # the observation of XLA's next pass (`xlabench.env.observation`)
-
-
 def with_followed_copies(data: Demonstrations, copies: int, seed: int) -> Demonstrations:
     """The demonstrations and, for each state where the expert took XLA's next pass, `copies` copies
     in which XLA's next pass is another pass the state allows, and the label is that pass.
@@ -379,9 +377,9 @@ def with_followed_copies(data: Demonstrations, copies: int, seed: int) -> Demons
     MobileNetV2), a policy then refuses XLA's next pass. The copies make following `xla_next` one
     rule for every pass; the states where the expert departs from XLA's order are left as they are.
     """
-    if copies <= 0 or XLA_NEXT not in data.observations or not len(data):
+    if copies <= 0 or XLA_NEXT_KEY not in data.observations or not len(data):
         return data
-    following = data.observations[XLA_NEXT]
+    following = data.observations[XLA_NEXT_KEY]
     stop = following.shape[1] - 1
     generator = np.random.default_rng(seed)
     rows: list[int] = []
@@ -396,8 +394,8 @@ def with_followed_copies(data: Demonstrations, copies: int, seed: int) -> Demons
     if not rows:
         return data
     observations = {key: value[rows].copy() for key, value in data.observations.items()}
-    observations[XLA_NEXT][:] = 0.0
-    observations[XLA_NEXT][np.arange(len(rows)), labels] = 1.0
+    observations[XLA_NEXT_KEY][:] = 0.0
+    observations[XLA_NEXT_KEY][np.arange(len(rows)), labels] = 1.0
     copied = Demonstrations(
         observations,
         data.masks[rows],
@@ -425,9 +423,9 @@ def behaviour_cloning(
     generator = np.random.default_rng(seed)
     optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate)
     fitted = with_followed_copies(data, follow_copies, seed)
-    if hasattr(policy, "show_departures") and XLA_NEXT in fitted.observations:
+    if hasattr(policy, "show_departures") and XLA_NEXT_KEY in fitted.observations:
         # Every demonstrated (XLA's next, action) pair, and no other departure (`FollowsXlaOrderPolicy`).
-        policy.show_departures(fitted.observations[XLA_NEXT], fitted.actions)
+        policy.show_departures(fitted.observations[XLA_NEXT_KEY], fitted.actions)
     observations = {key: torch.as_tensor(value) for key, value in fitted.observations.items()}
     masks = torch.as_tensor(fitted.masks)
     actions = torch.as_tensor(fitted.actions)
