@@ -18,6 +18,7 @@ from xlabench.agents.imitation import (
     demonstrations,
     followed_label,
     followed_order,
+    following_dce,
     program_kind,
     warm_start_graphs,
     with_followed_copies,
@@ -183,3 +184,27 @@ def test_following_xla_is_shown_for_every_pass_the_state_allows():
     assert list(added.argmax(axis=1)) == list(copied.actions[2:]) and set(copied.actions[2:]) <= {0, 3}
     assert (added.sum(axis=1) == 1).all() and (copied.returns[2:] == 0.5).all()
     assert with_followed_copies(data, copies=0, seed=0) is data
+
+
+def test_a_demonstration_removes_dead_code_where_xla_does(small_graph):
+    driver = default_driver()
+    graph = resolve_graphs(small_graph)[0]
+    env = PassOrderingEnv(graphs=[graph], driver=driver, **ENVIRONMENT.to_json())
+    observation, _ = env.reset(seed=0, options={"graph": graph.name})
+    order = followed_order(env, observation)
+    count = driver.fair_op_count(env.module, order)
+    assert "dce" in order
+    # An order that leaves XLA's dce runs out (as an improved order may) is shown with them put back:
+    # the policy is never shown refusing to remove dead code.
+    without = [name for name in order if name != "dce"]
+
+    def fresh() -> PassOrderingEnv:
+        return PassOrderingEnv(graphs=[graph], driver=driver, **ENVIRONMENT.to_json())
+
+    shown = following_dce(fresh(), graph.name, without)
+    assert shown == order
+    assert following_dce(fresh(), graph.name, order) == order
+    module = env.graph_start(graph.name).module
+    for name in shown:
+        module, _ = driver.apply_action(module, name)
+    assert driver.fair_op_count(module, shown) == count
