@@ -10,6 +10,7 @@ import pytest
 from xlabench.agents.expert import (
     expert_action,
     expert_order,
+    following_where_free,
     improve_order,
     passes_worth_trying,
     previous_start,
@@ -180,6 +181,43 @@ def test_the_version_before_is_where_the_warm_start_starts_only_where_it_beats_x
     # Not where it counts no lower, nor where the environment has no such action.
     assert previous_start(driver, module, order, fewest, previous, env) == order
     assert previous_start(driver, module, order, count, [*previous, "no-such-pass"], env) == order
+
+
+def _departures(driver, graph, sequence: list[str]) -> int:
+    """How often `sequence`, played in a fresh environment, takes another pass than XLA's next."""
+    env = PassOrderingEnv(graphs=[graph], driver=driver, **ENVIRONMENT.to_json())
+    observation, _ = env.reset(seed=0, options={"graph": graph.name})
+    departures = 0
+    for name in sequence:
+        action = env.actions.index(name)
+        departures += int(np.argmax(observation["xla_next"])) != action
+        observation, *_ = env.step(action)
+    return departures
+
+
+def test_a_found_sequence_is_shown_following_xla_wherever_that_costs_nothing():
+    driver = default_driver()
+    [graph] = resolve_graphs("tensorflow-cnn-infer-l1-d16-b8-f32")
+    env = PassOrderingEnv(graphs=[graph], driver=driver, **ENVIRONMENT.to_json())
+    module = env.graph_start(graph.name).module
+    found = ["call-inliner"]  # 34 ops where XLA's pipeline ends on 37 (general@v2.0's sequence)
+    shown = following_where_free(driver, env, graph.name, found)
+
+    def count(sequence: list[str]) -> tuple[int, HloModule]:
+        result = module
+        for name in sequence:
+            result, _ = driver.apply_action(result, name)
+        return driver.fair_op_count(result, sequence), result
+
+    assert count(shown)[0] <= count(found)[0]
+    remaining = iter(shown)
+    assert all(name in remaining for name in found)  # the sequence's own passes, in its order
+    # XLA's first pass (flatten-call-graph) costs nothing here and is taken; its next ones cost ops.
+    assert len(shown) > len(found)
+    assert _departures(driver, graph, shown) <= _departures(driver, graph, found)
+    assert judge_sequence(module, count(shown)[1], shown, driver=driver)[0].problems == []
+    # A sequence with a pass the driver refuses is shown as it is.
+    assert following_where_free(driver, env, graph.name, [*found, "no-such-pass"]) == [*found, "no-such-pass"]
 
 
 @pytest.mark.slow
