@@ -189,6 +189,17 @@ def test_the_network_departs_from_xlas_next_pass_only_as_demonstrated(small_grap
         probabilities = model.policy.get_distribution(state).distribution.probs[0]
     # XLA's next pass, or the one departure shown where it was XLA's next: nothing else.
     assert set(torch.nonzero(probabilities > 1e-6).flatten().tolist()) == {following, departure}
+    # Shown only further on in XLA's order (or on a smaller module), the departure is not taken here.
+    here = np.array([[observation["xla_progress"][0], observation["op_count"][0]]])
+    for elsewhere in (here + [[0.5, 0.0]], here - [[0.0, 0.5]]):
+        with torch.no_grad():
+            model.policy.show_departures(observation["xla_next"][None], [departure], elsewhere)
+            probabilities = model.policy.get_distribution(state).distribution.probs[0]
+        assert set(torch.nonzero(probabilities > 1e-6).flatten().tolist()) == {following}
+    with torch.no_grad():
+        model.policy.show_departures(observation["xla_next"][None], [departure], here)
+        probabilities = model.policy.get_distribution(state).distribution.probs[0]
+    assert set(torch.nonzero(probabilities > 1e-6).flatten().tolist()) == {following, departure}
 
 
 @pytest.mark.slow

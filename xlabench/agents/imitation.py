@@ -41,7 +41,7 @@ from xlabench.env import PassOrderingEnv
 from xlabench.env.config import EnvironmentConfig
 from xlabench.errors import CompilerError
 from xlabench.graphs import resolve_graphs
-from xlabench.policies.networks import XLA_NEXT_KEY
+from xlabench.policies.networks import SUPPORT_KEYS, XLA_NEXT_KEY
 from xlabench.xla import PassDriver
 from xlabench.xla.catalogue import base_pass
 
@@ -471,7 +471,10 @@ def behaviour_cloning(
     fitted = with_followed_copies(data, follow_copies, seed)
     if hasattr(policy, "show_departures") and XLA_NEXT_KEY in fitted.observations:
         # Every demonstrated (XLA's next, action) pair, and no other departure (`FollowsXlaOrderPolicy`).
-        policy.show_departures(fitted.observations[XLA_NEXT_KEY], fitted.actions)
+        support = [fitted.observations[key].reshape(len(fitted), -1) for key in SUPPORT_KEYS]
+        policy.show_departures(
+            fitted.observations[XLA_NEXT_KEY], fitted.actions, np.concatenate(support, axis=1)
+        )
     observations = {key: torch.as_tensor(value) for key, value in fitted.observations.items()}
     masks = torch.as_tensor(fitted.masks)
     actions = torch.as_tensor(fitted.actions)

@@ -70,6 +70,10 @@ class ValueFeaturesPolicy(MaskableMultiInputActorCriticPolicy):
 # The observation of XLA's next pass (`env/xla_order.py`): one-hot over the actions and "done", indexed
 # as the action space is (its last entry, stop).
 XLA_NEXT_KEY = "xla_next"
+# Where in a module's optimization a departure was demonstrated: how far XLA's order is, and the op
+# count against the start's. A departure is allowed only inside the box its demonstrations span.
+SUPPORT_KEYS = ("xla_progress", "op_count")
+UNBOUNDED = 1e9
 # The direct path's weight before cloning: the MLP's logits start near 0 (sb3's output gain 0.01), so an
 # untrained policy follows XLA; large, so the MLP departs only where it is fitted to.
 FOLLOW_WEIGHT_INIT = 5.0
@@ -85,10 +89,14 @@ class FollowsXlaOrderPolicy(MaskableMultiInputActorCriticPolicy):
     the MLP's logits are an extrapolation, large enough to outweigh `follow_weight` (the fifth v3.0
     candidate refused `simplify-conditional` on a TensorFlow cluster and `dce` on an XLA fuzz module):
     `departures[n, a]` says whether action `a` was ever demonstrated where XLA's next was `n`, and
-    every other action but `n` itself is masked.
+    every other action but `n` itself is masked. Keyed by XLA's next pass alone that was still too
+    wide (a departure from `convolution-group-converter` to stop, shown at the end of a CNN's order,
+    taken at its start on torch-xla's MobileNetV2), so a departure is also allowed only where its
+    demonstrations were (`departure_low`/`departure_high`: the span of each `SUPPORT_KEYS` feature).
     """
 
     _xla_next: torch.Tensor | None = None
+    _support: torch.Tensor | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -96,6 +104,8 @@ class FollowsXlaOrderPolicy(MaskableMultiInputActorCriticPolicy):
         width = int(self.action_space.n)
         # Before any demonstration: no constraint (as versions made without it).
         self.register_buffer("departures", torch.ones(width, width))
+        self.register_buffer("departure_low", torch.full((width, width, len(SUPPORT_KEYS)), -UNBOUNDED))
+        self.register_buffer("departure_high", torch.full((width, width, len(SUPPORT_KEYS)), UNBOUNDED))
         # The optimizer was built over the parameters before this one.
         self.optimizer = self.optimizer_class(
             self.parameters(), lr=self.optimizer.param_groups[0]["lr"], **self.optimizer_kwargs
@@ -104,31 +114,58 @@ class FollowsXlaOrderPolicy(MaskableMultiInputActorCriticPolicy):
     # stable-baselines3 builds the action distribution from the latent features alone: each entry
     # point keeps its observations' `xla_next` first.
     def forward(self, obs: Any, deterministic: bool = False, action_masks: Any = None) -> Any:
-        self._xla_next = obs[XLA_NEXT_KEY]
+        self._keep(obs)
         return super().forward(obs, deterministic, action_masks)
 
     def evaluate_actions(self, obs: Any, actions: torch.Tensor, action_masks: Any = None) -> Any:
-        self._xla_next = obs[XLA_NEXT_KEY]
+        self._keep(obs)
         return super().evaluate_actions(obs, actions, action_masks)
 
     def get_distribution(self, obs: Any, action_masks: Any = None) -> Any:
-        self._xla_next = obs[XLA_NEXT_KEY]
+        self._keep(obs)
         return super().get_distribution(obs, action_masks)
 
-    def show_departures(self, xla_next: Any, actions: Any) -> None:
+    def _keep(self, obs: Any) -> None:
+        self._xla_next = obs[XLA_NEXT_KEY]
+        if all(key in obs for key in SUPPORT_KEYS):
+            self._support = torch.cat([obs[key].reshape(len(obs[key]), -1) for key in SUPPORT_KEYS], dim=1)
+        else:
+            self._support = None
+
+    def show_departures(self, xla_next: Any, actions: Any, support: Any = None) -> None:
         """Allow exactly the departures demonstrated: action `actions[i]` where XLA's next was
-        `argmax(xla_next[i])`."""
+        `argmax(xla_next[i])`, and (with `support`, the `SUPPORT_KEYS` features of each state) only
+        within the span of the states it was demonstrated in."""
         departures = torch.zeros_like(self.departures)
         rows = torch.as_tensor(xla_next).argmax(dim=1)
-        departures[rows, torch.as_tensor(actions, dtype=torch.long)] = 1.0
+        columns = torch.as_tensor(actions, dtype=torch.long)
+        departures[rows, columns] = 1.0
         self.departures.copy_(departures)
+        low = torch.full_like(self.departure_low, -UNBOUNDED)
+        high = torch.full_like(self.departure_high, UNBOUNDED)
+        if support is not None:
+            values = torch.as_tensor(support, dtype=low.dtype).reshape(len(rows), -1)
+            low.fill_(UNBOUNDED)
+            high.fill_(-UNBOUNDED)
+            for row, column, value in zip(rows.tolist(), columns.tolist(), values, strict=True):
+                low[row, column] = torch.minimum(low[row, column], value)
+                high[row, column] = torch.maximum(high[row, column], value)
+        self.departure_low.copy_(low)
+        self.departure_high.copy_(high)
 
     def _get_action_dist_from_latent(self, latent_pi: torch.Tensor) -> Any:
         logits = self.action_net(latent_pi)
         if self._xla_next is not None:
             following = self._xla_next.reshape(logits.shape)
             logits = logits + self.follow_weight * following
-            allowed = (following @ self.departures + following) > 0.5
+            allowed = (following @ self.departures) > 0.5
+            if self._support is not None:
+                width = following.shape[-1]
+                rows = following.argmax(dim=-1)
+                low, high = self.departure_low[rows], self.departure_high[rows]  # (batch, width, K)
+                support = self._support.reshape(len(rows), 1, -1)
+                allowed = allowed & ((support >= low) & (support <= high)).all(dim=-1).reshape(-1, width)
+            allowed = allowed | (following > 0.5)
             logits = logits.masked_fill(~allowed, MASKED_LOGIT)
         return self.action_dist.proba_distribution(action_logits=logits)
 

@@ -66,8 +66,10 @@ class Policy:
             **policy_kwargs(hyperparameters["net_arch"], hyperparameters["activation"]),
         )
         tensors = dict(artifact.tensors)
-        if follows and "departures" not in tensors:  # made before departures were kept: unconstrained
-            tensors["departures"] = self.network.departures
+        # Made before departures (or their spans) were kept: unconstrained there, as it was made.
+        for name in ("departures", "departure_low", "departure_high"):
+            if follows and name not in tensors:
+                tensors[name] = getattr(self.network, name)
         try:
             self.network.load_state_dict(tensors, strict=True)
         except RuntimeError as error:
