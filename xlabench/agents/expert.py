@@ -152,18 +152,7 @@ def previous_start(
         return order
 
     def outcome(sequence: list[str]) -> tuple[int, HloModule] | None:
-        """R of `sequence` and its module; None where a pass fails or a requirement is unmet."""
-        if any(
-            catalogue.unmet_requirement(name, sequence[:i]) is not None for i, name in enumerate(sequence)
-        ):
-            return None
-        try:
-            current = module
-            for name in sequence:
-                current, _ = driver.apply_action(current, name)
-            return driver.fair_op_count(current, sequence), current
-        except CompilerError:
-            return None
+        return _outcome(driver, module, sequence)
 
     def no_worse(sequence: list[str], result: HloModule) -> bool:
         try:
@@ -198,15 +187,7 @@ def following_where_free(driver: PassDriver, env: Any, graph_name: str, order: l
     start = env.graph_start(graph_name).module
 
     def outcome(sequence: list[str]) -> tuple[int, HloModule] | None:
-        if not _requirements_met(driver.catalogue, sequence):
-            return None
-        try:
-            module = start
-            for name in sequence:
-                module, _ = driver.apply_action(module, name)
-            return driver.fair_op_count(module, sequence), module
-        except CompilerError:
-            return None
+        return _outcome(driver, start, sequence)
 
     reached = outcome(order)
     if reached is None:
@@ -244,6 +225,19 @@ def following_where_free(driver: PassDriver, env: Any, graph_name: str, order: l
     except CompilerError:
         return order
     return order if verdict.problems else played
+
+
+def _outcome(driver: PassDriver, module: HloModule, sequence: list[str]) -> tuple[int, HloModule] | None:
+    """R of `sequence` on `module`, and the module it ends on; None where a pass fails or a requirement
+    is unmet."""
+    if not _requirements_met(driver.catalogue, sequence):
+        return None
+    try:
+        for name in sequence:
+            module, _ = driver.apply_action(module, name)
+        return driver.fair_op_count(module, sequence), module
+    except CompilerError:
+        return None
 
 
 def _requirements_met(catalogue: Any, sequence: list[str]) -> bool:
