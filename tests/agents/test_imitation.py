@@ -10,7 +10,7 @@ import torch
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from xlabench.agents.config import ACTIVATION, GAMMA, NET_ARCH
-from xlabench.agents.expert import expert_action
+from xlabench.agents.expert import expert_action, following_dce
 from xlabench.agents.imitation import (
     Demonstrations,
     aggregate,
@@ -18,7 +18,6 @@ from xlabench.agents.imitation import (
     demonstrations,
     followed_label,
     followed_order,
-    following_dce,
     program_kind,
     warm_start_graphs,
     with_followed_copies,

@@ -172,6 +172,39 @@ def previous_start(
     return previous
 
 
+def following_dce(env: Any, graph_name: str, order: list[str]) -> list[str]:
+    """`order` with `dce` played wherever it is XLA's next pass and `order` does not play it, where
+    that keeps its count and step cap; `env` fresh, as the one the demonstration is played in (an
+    environment that played the graph has learnt where passes change nothing, and its `xla_next` skips them).
+
+    Removing dead code never has to be refused: an improved order leaves a `dce` out only because a
+    later pass removes the same code. Shown so, the policy learnt to depart from `dce` and refused it
+    on an XLA fuzz module full of dead code (0.616).
+    """
+    observation, _ = env.reset(seed=0, options={"graph": graph_name})
+    dce = env.actions.index("dce") if "dce" in env.actions else None
+    played: list[str] = []
+    pending = list(order)
+    done = False
+    while not done and (pending or dce is not None):
+        following = (
+            int(np.argmax(observation["xla_next"])) == dce
+            and (not pending or pending[0] != "dce")
+            and (not played or played[-1] != "dce")
+        )
+        if not following and not pending:
+            break
+        name = "dce" if following else pending.pop(0)
+        played.append(name)
+        observation, _, terminated, truncated, _ = env.step(env.actions.index(name))
+        done = terminated or truncated
+    if pending or len(played) > env.max_steps - 1 or played == order:
+        return order
+    start = env.graph_start(graph_name).module
+    shown, kept = _outcome(env.driver, start, played), _outcome(env.driver, start, order)
+    return played if shown is not None and kept is not None and shown[0] <= kept[0] else order
+
+
 def following_where_free(driver: PassDriver, env: Any, graph_name: str, order: list[str]) -> list[str]:
     """`order` with XLA's next pass played first wherever that keeps its count (or lowers it), the
     step cap and its outputs numerically no worse than XLA's default's; `env` fresh, as the one the

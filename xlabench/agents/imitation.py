@@ -30,6 +30,7 @@ import numpy as np
 from xlabench.agents.expert import (
     expert_action,
     expert_order,
+    following_dce,
     following_where_free,
     improve_order,
     passes_worth_trying,
@@ -217,45 +218,6 @@ def followed_order(env: PassOrderingEnv, observation: dict[str, np.ndarray]) -> 
         observation, _, terminated, truncated, _ = env.step(action)
         done = terminated or truncated
     return list(env.sequence)[: env.max_steps - 1]  # room for the stop
-
-
-def following_dce(env: PassOrderingEnv, graph_name: str, order: list[str]) -> list[str]:
-    """`order` with `dce` played wherever it is XLA's next pass and `order` does not play it, where
-    that keeps its count and step cap; `env` fresh, as the one the demonstration is played in (an
-    environment that played the graph has learnt where passes change nothing, and its `xla_next` skips them).
-
-    Removing dead code never has to be refused: an improved order leaves a `dce` out only because a
-    later pass removes the same code. Shown so, the policy learnt to depart from `dce` and refused it
-    on an XLA fuzz module full of dead code (0.616).
-    """
-    driver = env.driver
-
-    def count(sequence: list[str]) -> int:
-        module = env.graph_start(graph_name).module
-        for name in sequence:
-            module, _ = driver.apply_action(module, name)
-        return driver.fair_op_count(module, sequence)
-
-    observation, _ = env.reset(seed=0, options={"graph": graph_name})
-    dce = env.actions.index("dce") if "dce" in env.actions else None
-    played: list[str] = []
-    pending = list(order)
-    done = False
-    while not done and (pending or dce is not None):
-        following = (
-            int(np.argmax(observation["xla_next"])) == dce
-            and (not pending or pending[0] != "dce")
-            and (not played or played[-1] != "dce")
-        )
-        if not following and not pending:
-            break
-        name = "dce" if following else pending.pop(0)
-        played.append(name)
-        observation, _, terminated, truncated, _ = env.step(env.actions.index(name))
-        done = terminated or truncated
-    if pending or len(played) > env.max_steps - 1 or played == order:
-        return order
-    return played if count(played) <= count(order) else order
 
 
 def aggregate(
