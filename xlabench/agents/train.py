@@ -53,6 +53,7 @@ from xlabench.env.config import EnvironmentConfig
 from xlabench.env.observation import observation_space
 from xlabench.graphs import Graph
 from xlabench.policies.artifact import observation_spec
+from xlabench.policies.policy import LOWEST_PAST_XLA_ORDER
 from xlabench.xla import PassDriver, default_driver
 from xlabench.xla.compilers import describe_compiler
 from xlabench.xla.pool import CompilerPool
@@ -69,6 +70,10 @@ from xlabench.xla.pool import CompilerPool
 ENVIRONMENT = EnvironmentConfig(observe_xla_order=True, max_steps=128, reward_baseline="default")
 # No tries: the expert follows `xla_next` (`xlabench.agents.imitation.EXPERT`), which shows none.
 WARM_START = WarmStartConfig(per_family=1, group_by="kind", improve_budget=100, try_share=None)
+# How a version's rollout ends (`xlabench.policies.policy.STOP_RULES`): past XLA's order, on the lowest
+# count it reached. The passes a policy plays there pay off on the graphs they were learnt on and not
+# always elsewhere (docs/design.md, "The stop").
+ROLLOUT = {"stop": LOWEST_PAST_XLA_ORDER}
 
 
 @dataclass
@@ -115,6 +120,7 @@ class TrainingRun:
                 observation_space(len(self.actions), self.environment.observe_xla_order)
             ),
             "environment": self.environment.to_json(),
+            "rollout": dict(ROLLOUT),
             "hyperparameters": self.hyperparameters.to_json(),
             "seed": self.seed,
             "warm_start": self.warm_start,
@@ -388,7 +394,7 @@ def train(
                 validate = validation_callback(
                     validation,
                     {"algorithm": algorithm, "actions": actions, "environment": environment.to_json(),
-                     "hyperparameters": config.to_json()},
+                     "rollout": dict(ROLLOUT), "hyperparameters": config.to_json()},
                 )  # fmt: skip
             callbacks = [one for one in (callback, validate) if one is not None]
             try:

@@ -4,11 +4,14 @@ A rollout is one greedy episode in the pass-ordering environment: at each step t
 likely action among those the environment's mask allows, until it stops or reaches the step cap.
 The module is counted once, at the end (`count_every_step=False`): a step costs one compiler call
 per pass application -- one, or a fixed-point variant's every run -- whose answer carries the features
-the next observation needs; no search, no lookahead.
+the next observation needs; no search, no lookahead. A version whose metadata says
+`"rollout": {"stop": "lowest-past-xla-order"}` also counts every state it reaches once XLA's own order
+is played out, and ends on the lowest of them where that is below where it stopped (`STOP_RULES`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from dataclasses import dataclass
@@ -17,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from xlabench.errors import UserInputError
+from xlabench.errors import CompilerError, UserInputError
 from xlabench.graphs import Graph
 from xlabench.policies.artifact import (
     Artifact,
@@ -31,6 +34,17 @@ from xlabench.policies.artifact import (
 )
 from xlabench.search import SearchResult
 from xlabench.xla import PassDriver
+
+# Where a rollout ends. "policy": where the policy stops. "lowest-past-xla-order": past XLA's own order
+# (its next pass is *stop*), each state is counted and the episode ends on the lowest, where that
+# is below the policy's stop. What a policy plays past XLA's order is its own search for a better
+# count: on a module where that search does not pay off, it need not cost (docs/design.md, "The stop").
+LOWEST_PAST_XLA_ORDER = "lowest-past-xla-order"
+STOP_MEANINGS = {
+    "policy": "where the policy stops",
+    LOWEST_PAST_XLA_ORDER: "where the policy stops, or past XLA's order on the lowest count reached",
+}
+STOP_RULES = tuple(STOP_MEANINGS)
 
 
 class Policy:
@@ -56,6 +70,11 @@ class Policy:
         self.mask_inapplicable = environment.mask_inapplicable
         self.observe_xla_order = environment.observe_xla_order
         self.algorithm = str(metadata["algorithm"])
+        self.stop_rule = str((metadata.get("rollout") or {}).get("stop", "policy"))
+        if self.stop_rule not in STOP_RULES:
+            raise PolicyError(
+                f"{artifact.path}: unknown rollout stop {self.stop_rule!r} (known: {', '.join(STOP_RULES)})"
+            )
         hyperparameters = metadata["hyperparameters"]
         # Made with the direct path from XLA's next pass to the logits (`FollowsXlaOrderPolicy`)?
         follows = "follow_weight" in artifact.tensors
@@ -159,7 +178,8 @@ def load_policy(reference: str, driver: PassDriver, root: Path | None = None) ->
 
 def rollout(policy: Policy, driver: PassDriver, graph: Graph) -> SearchResult:
     """One greedy episode of `policy` on `graph`; calls = the pass applications (a step's one, a
-    fixed-point variant's runs) + 1 count, + 1 for XLA's order when the policy observes it."""
+    fixed-point variant's runs) + 1 count, + 1 for XLA's order when the policy observes it, + 1 a
+    state counted past XLA's order (`STOP_RULES`)."""
     from xlabench.env import PassOrderingEnv
 
     env = PassOrderingEnv(
@@ -176,24 +196,41 @@ def rollout(policy: Policy, driver: PassDriver, graph: Graph) -> SearchResult:
     observation, info = env.reset(seed=0, options={"graph": graph.name})
     started = time.perf_counter()
     applications, done = 0, False
+    counts_past_order = policy.stop_rule == LOWEST_PAST_XLA_ORDER and policy.observe_xla_order
+    past_order: list[tuple[int, int, Any]] = []  # (R, steps played, module) of each state counted
     while not done:
         action = policy.act(observation, env.action_masks())
         observation, _, terminated, truncated, info = env.step(action)
         applications += info["calls"]
         done = terminated or truncated
+        if counts_past_order and not done and _order_played_out(observation, len(policy.actions)):
+            # XLA's required passes failing on a state: it cannot be where the episode ends.
+            with contextlib.suppress(CompilerError):
+                count = driver.fair_op_count(env.module, env.sequence)
+                past_order.append((count, len(env.sequence), env.module))
     # No count when XLA's required passes fail on the result: counting again raises that error.
     op_count = (
         info["op_count"] if info["op_count"] is not None else driver.fair_op_count(env.module, env.sequence)
     )
+    sequence, module = list(env.sequence), env.module
+    if past_order:
+        lowest = min(past_order, key=lambda state: (state[0], state[1]))
+        if lowest[0] < op_count:
+            op_count, sequence, module = lowest[0], sequence[: lowest[1]], lowest[2]
     return SearchResult(
         strategy=policy.label,
-        sequence=env.sequence,
+        sequence=sequence,
         op_count=int(op_count),
-        calls=applications + 1 + int(policy.observe_xla_order),
+        calls=applications + 1 + int(policy.observe_xla_order) + len(past_order),
         seconds=time.perf_counter() - started,
-        applied=env.sequence,
-        module=env.module,
+        applied=sequence,
+        module=module,
     )
+
+
+def _order_played_out(observation: dict[str, np.ndarray], actions: int) -> bool:
+    """Whether XLA's next pass, as the observation shows it, is *stop*: its order is played out."""
+    return int(np.argmax(observation["xla_next"])) == actions
 
 
 def made_on(metadata: dict[str, Any]) -> str:
@@ -210,6 +247,7 @@ def made_on(metadata: dict[str, Any]) -> str:
 def describe(metadata: dict[str, Any]) -> str:
     """Several lines about a version, for `xlabench policies show`."""
     training, environment = metadata.get("training", {}), metadata.get("environment", {})
+    stop_rule = (metadata.get("rollout") or {}).get("stop", "policy")
     catalogue = str(metadata.get("catalogue_sha256"))[:12]
     lines = [
         f"{metadata['name']}@{metadata['version']}  created {metadata.get('created')}",
@@ -220,6 +258,7 @@ def describe(metadata: dict[str, Any]) -> str:
         f"  actions     {len(metadata.get('actions', []))} ({environment.get('action_set')}), "
         f"max {environment.get('max_steps')} steps",
         f"  weights     sha256 {str(metadata.get('weights_sha256'))[:16]}...",
+        f"  rollout     stops {stop_rule}: {STOP_MEANINGS.get(stop_rule, 'unknown')}",
     ]
     if metadata.get("seed_statistics"):
         seeds = seed_statistics_line(metadata["seed_statistics"])
