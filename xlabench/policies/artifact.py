@@ -28,7 +28,7 @@ from typing import Any
 from xlabench.errors import UserInputError
 from xlabench.files import checkout_directory, write_atomically, write_json
 from xlabench.graphs import Graph, resolve_graphs
-from xlabench.graphs.suite import SPLITS, STAGED_FAMILIES
+from xlabench.graphs.suite import SPLITS, is_staged
 
 FORMAT = 1
 WEIGHTS_FILE = "weights.safetensors"
@@ -254,8 +254,9 @@ def graph_scope(metadata: dict[str, Any]) -> str:
 
 def gated_graphs(metadata: dict[str, Any]) -> list[Graph]:
     """The suite graphs a policy is held to by default (`graph_scope`), the staged families left out
-    (`STAGED_FAMILIES`: no shipped version has baselines on them yet)."""
-    return [graph for graph in resolve_graphs(graph_scope(metadata)) if graph.family not in STAGED_FAMILIES]
+    (`STAGED_FAMILIES`, `STAGED_GRAPHS`: no shipped version has baselines on them yet)."""
+    graphs = resolve_graphs(graph_scope(metadata))
+    return [graph for graph in graphs if not is_staged(graph.family, graph.name)]
 
 
 def seed_statistics_line(result: dict[str, Any]) -> str:
