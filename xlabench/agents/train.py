@@ -63,14 +63,14 @@ from xlabench.xla.pool import CompilerPool
 # has room for the longest of those orders (a bf16 training step's reaches ~90 passes, most of them
 # repeats a known no-op answers without a compiler call).
 # The return is measured against XLA's default count, so every graph's return is 0 at XLA's level.
-# The warm start improves XLA's order (300 calls a graph) on the smallest training graph of each
+# The warm start improves XLA's order (100 calls a graph) on the smallest training graph of each
 # program kind (88 of 201): the 6 smallest of each family at 30 calls left the control-flow programs
 # newton_cg and cond_train and most training steps unseen (docs/design.md, "The warm start sees
-# every kind of program"). An edit early in a long order replays its whole suffix: at 100 calls the
-# bf16 recurrent training steps kept XLA's `tree_reduction_rewriter` (838 ops where 832 is reached).
+# every kind of program"). All 191 at 100 calls would take ~1.5 h from an empty cache. 300 calls
+# found 6 graphs ~0.1-0.7% lower and made a worse candidate on val (measurements.md, 2026-12-06).
 ENVIRONMENT = EnvironmentConfig(observe_xla_order=True, max_steps=128, reward_baseline="default")
 # No tries: the expert follows `xla_next` (`xlabench.agents.imitation.EXPERT`), which shows none.
-WARM_START = WarmStartConfig(per_family=1, group_by="kind", improve_budget=300, try_share=None)
+WARM_START = WarmStartConfig(per_family=1, group_by="kind", improve_budget=100, try_share=None)
 # How a version's rollout ends (`xlabench.policies.policy.STOP_RULES`): past XLA's order, on the lowest
 # count it reached. The passes a policy plays there pay off on the graphs they were learnt on and not
 # always elsewhere (docs/design.md, "The stop").
