@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from tests.policies.conftest import SMALL_GRAPH
 from xlabench.agents.train import ENVIRONMENT
 from xlabench.cli import main
+from xlabench.env import PassOrderingEnv
 from xlabench.graphs import resolve_graphs
 from xlabench.xla import default_driver
 
@@ -40,9 +42,17 @@ def test_retrain_writes_a_version_that_eval_and_policies_use(policies_root, tmp_
     for action in row["sequence"]:
         module, calls = driver.apply_action(module, action)
         applications += calls
-    # ... and one compile for XLA's order, when the policy observes it (the training default).
+    # ... one compile for XLA's order, when the policy observes it (the training default), and one
+    # count a state past the end of that order (`retrain` writes the stop rule that counts them).
     observing = int(ENVIRONMENT.observe_xla_order)
-    assert row["calls"] == applications + 1 + observing
+    assert metadata["rollout"] == {"stop": "lowest-past-xla-order"}
+    env = PassOrderingEnv(graphs=[graph], driver=driver, **ENVIRONMENT.to_json())
+    observation, _ = env.reset(seed=0, options={"graph": graph.name})
+    past_order = 0
+    for action in row["sequence"]:
+        observation, *_ = env.step(env.actions.index(action))
+        past_order += int(np.argmax(observation["xla_next"])) == len(env.actions)
+    assert row["calls"] == applications + 1 + observing + past_order
     assert driver.fair_op_count(module, row["sequence"]) == row["R"]
     assert json.loads(out.read_text())["policy"] == "tiny@v1.0"
     # The rollout is the one retrain evaluated.
