@@ -42,6 +42,7 @@ from xlabench.env import PassOrderingEnv
 from xlabench.env.config import EnvironmentConfig
 from xlabench.errors import CompilerError
 from xlabench.graphs import resolve_graphs
+from xlabench.graphs.suite import PROGRAM_KEYS
 from xlabench.policies.networks import SUPPORT_KEYS, XLA_NEXT_KEY
 from xlabench.xla import PassDriver
 from xlabench.xla.catalogue import base_pass
@@ -270,7 +271,7 @@ def aggregate(
 
 # What makes two graphs of a family different programs, where the manifest's config has it: the
 # control-flow program, the TensorFlow model, the recurrent cell, inference or training, the dtype.
-KIND_KEYS: tuple[str, ...] = ("program", "model", "cell", "mode", "dtype")
+KIND_KEYS: tuple[str, ...] = (*PROGRAM_KEYS, "dtype")  # a program, in one precision
 
 
 def program_kind(graph: Any) -> tuple[str, ...]:

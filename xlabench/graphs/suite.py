@@ -714,15 +714,16 @@ def split_of(family: str, name: str) -> str:
     return "train"
 
 
-PRECISION_KEYS: tuple[str, ...] = ("program", "model", "cell", "mode")
+# The config keys that make a graph another program; with the dtype, a program kind (`agents.imitation`).
+PROGRAM_KEYS: tuple[str, ...] = ("program", "model", "cell", "mode")
 
 
 def training_gaps(specs: list[GraphSpec]) -> list[str]:
-    """Programs (family and `PRECISION_KEYS`) that `val` or `test` hold in a dtype `train` lacks."""
+    """Programs (family and `PROGRAM_KEYS`) that `val` or `test` hold in a dtype `train` lacks."""
     held: dict[tuple[str, ...], set[str]] = {}
     trained: dict[tuple[str, ...], set[str]] = {}
     for spec in specs:
-        program = (spec.family, *(str(spec.config[key]) for key in PRECISION_KEYS if key in spec.config))
+        program = (spec.family, *(str(spec.config[key]) for key in PROGRAM_KEYS if key in spec.config))
         if spec.split in ("val", "test"):
             held.setdefault(program, set()).add(spec.config["dtype"])
         elif spec.split == "train":
