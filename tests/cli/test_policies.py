@@ -30,9 +30,13 @@ def test_retrain_writes_a_version_that_eval_and_policies_use(policies_root, tmp_
     assert any((tmp_path / "tb").rglob("events.out.tfevents.*"))  # TensorBoard logs
 
     out = tmp_path / "eval.json"
+    capsys.readouterr()
     assert (
         main(["eval", "--policy", "tiny", "--graphs", SMALL_GRAPH, "--no-runtime", "--json", str(out)]) == 0
     )
+    # Not executed, so not compared: the summary says so rather than "0 with outputs that differ".
+    printed = capsys.readouterr().out
+    assert "outputs not compared (--no-runtime)" in printed and "with outputs that differ" not in printed
     (row,) = json.loads(out.read_text())["graphs"]
     assert row["vs_default"] == row["D"] / row["R"]
     # Calls: every pass application (each run of a fixed-point variant) and the count at the end.

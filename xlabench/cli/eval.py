@@ -127,7 +127,7 @@ def run_eval(args: argparse.Namespace) -> int:
     finally:
         pool.close()
     summary = summarize(rows)
-    _print_table(label, rows, summary)
+    _print_table(label, rows, summary, compared=not args.no_runtime)
     # Files are written only now, whole and atomically: an interrupted run leaves none half-written.
     if args.json:
         # Every documented field for every graph; "error" only where a graph failed.
@@ -163,7 +163,7 @@ def _run_description(
     return run
 
 
-def _print_table(policy: str, rows: list[EvaluationRow], summary: Summary) -> None:
+def _print_table(policy: str, rows: list[EvaluationRow], summary: Summary, *, compared: bool = True) -> None:
     print(f"{'graph':52} {'I':>6} {'D':>6} {'R':>6} {'vs_default':>10} {'runtime':>8} {'calls':>6}")
     for row in rows:
         if row.vs_default is None:
@@ -196,7 +196,13 @@ def _print_table(policy: str, rows: list[EvaluationRow], summary: Summary) -> No
     print(
         f"{policy}: {summary.graphs} graphs, geomean vs_default "
         f"{'-' if value is None else f'{value:.4f}'}, {summary.calls} compiler calls, "
-        f"{summary.failed} failed, {summary.outputs_differ} with outputs that differ"
+        f"{summary.failed} failed, "
+        # Without executing, nothing was compared: "0 with outputs that differ" would say it was.
+        + (
+            f"{summary.outputs_differ} with outputs that differ"
+            if compared
+            else "outputs not compared (--no-runtime)"
+        )
         + (f", {summary.not_executed} not executed" if summary.not_executed else "")
         + f"; {summary.below} below {BELOW}, {summary.left_unoptimized} left unoptimized "
         f"(R = I where XLA's default removes over {LEFT_UNOPTIMIZED:.0%})"
