@@ -66,8 +66,8 @@ from xlabench.xla.pool import CompilerPool
 # The warm start improves XLA's order (100 calls a graph) on the smallest training graph of each
 # program kind (88 of 201): the 6 smallest of each family at 30 calls left the control-flow programs
 # newton_cg and cond_train and most training steps unseen (docs/design.md, "The warm start sees
-# every kind of program"). All 191 at 100 calls would take ~1.5 h from an empty cache. 300 calls
-# found 6 graphs ~0.1-0.7% lower and made a worse candidate on val (measurements.md, 2026-12-06).
+# every kind of program"). All 191 at 100 calls would take ~1.5 h from an empty cache; 300 calls
+# made a worse candidate on val (measurements.md, 2026-12-06).
 ENVIRONMENT = EnvironmentConfig(observe_xla_order=True, max_steps=128, reward_baseline="default")
 # No tries: the expert follows `xla_next` (`xlabench.agents.imitation.EXPERT`), which shows none.
 WARM_START = WarmStartConfig(per_family=1, group_by="kind", improve_budget=100, try_share=None)
