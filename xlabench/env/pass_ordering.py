@@ -78,6 +78,7 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         mask_missing_actions: bool = False,
         reward_baseline: str = "unoptimized",
         observe_xla_order: bool = False,
+        xla_order_skip: int = 0,
     ) -> None:
         if max_steps < 1:
             raise UserInputError(f"max_steps must be at least 1, not {max_steps}")
@@ -102,6 +103,9 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
 
         self.action_space = spaces.Discrete(len(self.actions) + 1)
         self.observe_xla_order = observe_xla_order
+        if xla_order_skip < 0:
+            raise UserInputError(f"xla_order_skip must be at least 0, not {xla_order_skip}")
+        self.xla_order_skip = xla_order_skip
         self.observation_space = observation_space(len(self.actions), observe_xla_order)
         self._xla_orders: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {}
 
@@ -137,7 +141,7 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
             self._xla_orders[name] = xla_order_and_claims(self.driver, start.module, offered)
         self._start = start
         self._module = start.module
-        self._cursor = OrderCursor(*self._xla_orders.get(name, ((), frozenset())))
+        self._cursor = OrderCursor(*self._xla_orders.get(name, ((), frozenset())), skip=self.xla_order_skip)
         self._reward.start(self._start)
         self._steps = 0
         self._action_counts[:] = 0

@@ -6,7 +6,10 @@ each as the action that runs it as XLA does (its fixed-point variant when offere
 requirement put first. Where an episode stands (`OrderCursor`): XLA's next pass is the order's first
 entry at or after the cursor that can still do something here (an entry the mask forbids, or known to
 leave the current module as it is, is passed over); taking it -- or its single run, or trying it and
-failing -- moves the cursor past it, and any other pass leaves the cursor where it is. Policies that
+failing -- moves the cursor past it. With `skip` (the environment's `xla_order_skip`), taking exactly
+the action of one of the `skip` useful entries after it moves the cursor past that one: the entries
+between are left out (a pass left out no longer holds the cursor, where every later step would be a
+departure from it). Any other pass leaves the cursor where it is. Policies that
 observe it (`observe_xla_order`) see XLA's next move on any module, their own or a user's.
 
 Where XLA's order, followed through xlabench's canonical form, counts above D, the order is that of
@@ -170,23 +173,36 @@ def claimed_passes(
 class OrderCursor:
     """An episode's place in XLA's order; `useless(action)` says an action can do nothing now."""
 
-    def __init__(self, order: Sequence[str], claims: frozenset[str] = frozenset()) -> None:
+    def __init__(self, order: Sequence[str], claims: frozenset[str] = frozenset(), skip: int = 0) -> None:
         self.order = tuple(order)
-        self.claims = claims  # no-ops a sequence must apply: never passed over as useless
+        self.claims = claims  # no-ops a sequence must apply: never passed over as useless or left out
+        self.skip = skip  # how many useful entries after XLA's next pass taking one may leave out
         self.position = 0  # entries before it are done (taken, or passed over when taking a later one)
 
-    def next_index(self, useless: Callable[[str], bool]) -> int:
+    def next_index(self, useless: Callable[[str], bool], start: int | None = None) -> int:
         """The index of XLA's next pass that can still do something here (`len(order)`: none left)."""
-        index = self.position
+        index = self.position if start is None else start
         while index < len(self.order) and self.order[index] not in self.claims and useless(self.order[index]):
             index += 1
         return index
 
     def step(self, pass_name: str, useless: Callable[[str], bool]) -> None:
-        """The episode ran (or tried) `pass_name`: past XLA's next pass if it is that pass, else as before."""
+        """The episode ran (or tried) `pass_name`: past XLA's next pass if it is that pass (or its single
+        run), past a later one within `skip` useful entries if it is exactly that action (never leaving
+        out a claim), else as before."""
         index = self.next_index(useless)
         if index < len(self.order) and base_pass(self.order[index]) == base_pass(pass_name):
             self.position = index + 1
+            return
+        for _ in range(self.skip):
+            if index >= len(self.order) or self.order[index] in self.claims:
+                return
+            index = self.next_index(useless, index + 1)
+            # Exactly: a single run taken where XLA runs a pass to its fixed point (the policy's own
+            # departures on a while loop's body) leaves nothing of XLA's order out.
+            if index < len(self.order) and self.order[index] == pass_name:
+                self.position = index + 1
+                return
 
     def observed(self, actions: Sequence[str], useless: Callable[[str], bool]) -> tuple[int, int, int]:
         """(XLA's next action, or `len(actions)` (stop) past the order's end; its index; the length)."""

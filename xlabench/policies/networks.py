@@ -73,6 +73,10 @@ XLA_NEXT_KEY = "xla_next"
 # Where in a module's optimization a departure was demonstrated: how far XLA's order is, and the op
 # count against the start's. A departure is allowed only inside the box its demonstrations span.
 SUPPORT_KEYS = ("xla_progress", "op_count")
+# How far past its demonstrations' span each feature may be: the op count relative to the start differs
+# between graphs of one program by more than between training graphs (an LSTM training step in bf16:
+# 1.835 on the test split's, demonstrations up to 1.793 on the training split's twins).
+SUPPORT_MARGINS = (0.0, 0.05)
 UNBOUNDED = 1e9
 # The direct path's weight before cloning: the MLP's logits start near 0 (sb3's output gain 0.01), so an
 # untrained policy follows XLA; large, so the MLP departs only where it is fitted to.
@@ -92,7 +96,8 @@ class FollowsXlaOrderPolicy(MaskableMultiInputActorCriticPolicy):
     every other action but `n` itself is masked. Keyed by XLA's next pass alone that was still too
     wide (a departure from `convolution-group-converter` to stop, shown at the end of a CNN's order,
     taken at its start on torch-xla's MobileNetV2), so a departure is also allowed only where its
-    demonstrations were (`departure_low`/`departure_high`: the span of each `SUPPORT_KEYS` feature).
+    demonstrations were (`departure_low`/`departure_high`: the span of each `SUPPORT_KEYS` feature,
+    widened by its `SUPPORT_MARGINS`).
     """
 
     _xla_next: torch.Tensor | None = None
@@ -135,7 +140,7 @@ class FollowsXlaOrderPolicy(MaskableMultiInputActorCriticPolicy):
     def show_departures(self, xla_next: Any, actions: Any, support: Any = None) -> None:
         """Allow exactly the departures demonstrated: action `actions[i]` where XLA's next was
         `argmax(xla_next[i])`, and (with `support`, the `SUPPORT_KEYS` features of each state) only
-        within the span of the states it was demonstrated in."""
+        within the span of the states it was demonstrated in, widened by `SUPPORT_MARGINS`."""
         departures = torch.zeros_like(self.departures)
         rows = torch.as_tensor(xla_next).argmax(dim=1)
         columns = torch.as_tensor(actions, dtype=torch.long)
@@ -150,6 +155,8 @@ class FollowsXlaOrderPolicy(MaskableMultiInputActorCriticPolicy):
             for row, column, value in zip(rows.tolist(), columns.tolist(), values, strict=True):
                 low[row, column] = torch.minimum(low[row, column], value)
                 high[row, column] = torch.maximum(high[row, column], value)
+            margins = torch.as_tensor(SUPPORT_MARGINS, dtype=low.dtype)
+            low, high = low - margins, high + margins
         self.departure_low.copy_(low)
         self.departure_high.copy_(high)
 

@@ -69,6 +69,7 @@ class Policy:
         self.max_steps = environment.max_steps
         self.mask_inapplicable = environment.mask_inapplicable
         self.observe_xla_order = environment.observe_xla_order
+        self.xla_order_skip = environment.xla_order_skip
         self.algorithm = str(metadata["algorithm"])
         self.stop_rule = str((metadata.get("rollout") or {}).get("stop", "policy"))
         if self.stop_rule not in STOP_RULES:
@@ -192,6 +193,7 @@ def rollout(policy: Policy, driver: PassDriver, graph: Graph) -> SearchResult:
         rewards=False,  # greedy: R at the end is all that counts, R0 is never needed
         mask_missing_actions=True,  # made on another release: what this compiler lacks is masked
         observe_xla_order=policy.observe_xla_order,
+        xla_order_skip=policy.xla_order_skip,
     )
     observation, info = env.reset(seed=0, options={"graph": graph.name})
     started = time.perf_counter()
