@@ -98,6 +98,34 @@ def test_where_xla_s_order_does_nothing_through_the_import_the_order_is_the_repl
     assert driver.fair_op_count(env.module, env.sequence) == env.graph_start(graph.name).default_op_count == 1
 
 
+def test_with_skip_taking_exactly_the_entry_after_xla_s_next_leaves_that_pass_out() -> None:
+    order = ("flatten-call-graph", "dce", "algsimp:fixed-point", "cse", "reshape-mover")
+    cursor = OrderCursor(order, skip=1)
+    cursor.step("flatten-call-graph", nothing_useless)
+    # Two entries ahead (cse), or the single run of the entry after (algsimp), leave nothing out: a
+    # single run where XLA iterates is the policy's own move, not XLA's pass.
+    for other in ("cse", "algsimp"):
+        cursor.step(other, nothing_useless)
+        assert cursor.observed(ACTIONS, nothing_useless)[:2] == (ACTIONS.index("dce"), 1)
+    # algsimp:fixed-point as XLA runs it, where XLA's next is dce: dce is left out, cse is next.
+    cursor.step("algsimp:fixed-point", nothing_useless)
+    assert cursor.observed(ACTIONS, nothing_useless)[:2] == (ACTIONS.index("cse"), 3)
+    # Entries useless here still count: cse is two entries past dce, though algsimp can do nothing now.
+    cursor = OrderCursor(order, skip=1)
+    cursor.step("flatten-call-graph", nothing_useless)
+    cursor.step("cse", lambda action: action == "algsimp:fixed-point")
+    assert cursor.observed(ACTIONS, nothing_useless)[:2] == (ACTIONS.index("dce"), 1)
+
+
+def test_with_skip_a_claim_is_never_left_out() -> None:
+    order = ("flatten-call-graph", "reduce-window-rewriter", "algsimp:fixed-point")
+    actions = [*ACTIONS, "reduce-window-rewriter"]
+    cursor = OrderCursor(order, claims=frozenset({"reduce-window-rewriter"}), skip=1)
+    cursor.step("flatten-call-graph", nothing_useless)
+    cursor.step("algsimp:fixed-point", nothing_useless)
+    assert cursor.observed(actions, nothing_useless)[:2] == (actions.index("reduce-window-rewriter"), 1)
+
+
 def test_following_xla_next_plays_xla_s_order_and_stops() -> None:
     [graph] = resolve_graphs("recurrent-gru-infer-l1-h128-s16-b8-f32")
     driver = default_driver()
@@ -116,6 +144,34 @@ def test_following_xla_next_plays_xla_s_order_and_stops() -> None:
     # In a fresh environment nothing is known useless yet: following xla_next plays the order itself.
     assert [env.actions[a] for a in played[:-1]] == list(order) and played[-1] == env.stop_action
     assert env.observation_space.contains(observation)
+
+
+def test_leaving_a_pass_of_xla_s_order_out_moves_the_cursor_only_with_skip() -> None:
+    [graph] = resolve_graphs("recurrent-gru-infer-l1-h128-s16-b8-f32")
+    driver = default_driver()
+    shown = {}
+    for skip in (0, 1):
+        env = PassOrderingEnv(
+            graphs=[graph],
+            driver=driver,
+            max_steps=64,
+            rewards=False,
+            observe_xla_order=True,
+            xla_order_skip=skip,
+        )
+        observation, _ = env.reset(options={"graph": graph.name})
+        order = env.xla_order
+        # Follow XLA's order to its first entry whose next entry is another action, then take that one.
+        index = next(i for i in range(1, len(order) - 1) if order[i + 1] != order[i])
+        for name in order[:index]:
+            observation, *_ = env.step(env.actions.index(name))
+        assert env.actions[int(np.argmax(observation["xla_next"]))] == order[index]
+        observation, *_ = env.step(env.actions.index(order[index + 1]))
+        shown[skip] = (int(np.argmax(observation["xla_next"])), float(observation["xla_progress"][0]))
+        left_out = env.actions.index(order[index])
+        progress_past = (index + 2) / len(order)
+    assert shown[0] == (left_out, pytest.approx(index / len(order)))  # waits at the pass left out
+    assert shown[1][0] != left_out and shown[1][1] >= progress_past - 1e-6
 
 
 def test_a_second_episode_passes_over_what_the_first_found_useless_and_ends_alike() -> None:

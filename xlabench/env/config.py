@@ -36,7 +36,7 @@ class EnvironmentConfig:
     # Show the policy where the episode stands in XLA's own order on this module (`env/xla_order.py`):
     # XLA's next pass and the share of its order done. One cached compile a module.
     observe_xla_order: bool = False
-    # Taking a pass up to this many useful entries past XLA's next moves the cursor past it, the
+    # Taking a pass up to this many entries past XLA's next moves the cursor past it, the
     # entries between left out (0: the cursor waits at XLA's next pass, as before general@v3.0).
     xla_order_skip: int = 0
 
