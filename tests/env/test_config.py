@@ -19,7 +19,8 @@ def test_every_shipped_policys_environment_reads_back_and_writes_the_same_keys()
         config = EnvironmentConfig.from_json(stored)
         # Settings added after a policy was made take the behaviour it was made with.
         assert {key: config.to_json()[key] for key in stored} == stored, path
-    assert EnvironmentConfig.from_json({"max_steps": 30}).mask_inapplicable is False
+    old = EnvironmentConfig.from_json({"max_steps": 30})
+    assert old.mask_inapplicable is False and old.xla_order_skip == 0  # the cursor waits, as it did
 
 
 def test_an_unknown_setting_is_refused_in_one_line():
