@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 
-from xlabench.baselines.search import SEARCH_DIR, load_search_baselines, search_table
+import pytest
+
+from xlabench.baselines.search import SEARCH_DIR, captured_shares, load_search_baselines, search_table
+from xlabench.baselines.storage import write
 from xlabench.cli import main
 from xlabench.eval.records import EvaluationRow, figure, summarize
 
@@ -26,3 +29,37 @@ def test_a_directory_without_baselines_is_one_clear_error(tmp_path, capsys):
         err.endswith("no search baselines (STRATEGY/BUDGET/SPLIT/results.json)")
         and len(err.splitlines()) == 1
     )
+
+
+def _result(path, rows):
+    path.mkdir(parents=True)
+    graphs = [{"name": n, "family": "gpt2", "I": i, "D": d, "R": r, **extra} for n, i, d, r, extra in rows]
+    document = {"policy": f"search:{path.parts[-3]}", "graphs_spec": path.name, "graphs": graphs}
+    (path / "results.json").write_text(json.dumps(document))
+
+
+def test_guided_search_is_judged_by_the_share_of_the_best_known_improvement_it_captures(tmp_path, capsys):
+    # D 100 on a and b, 50 on c. Local search at 2,000 calls found a 90 (10 below D); the policy b 80 (20);
+    # nobody improved c. Guided at 200 on test reaches a 95 and b 82: 5 + 18 of 30 captured.
+    names = ("gpt2-a", "gpt2-b", "gpt2-c")
+    _result(tmp_path / "search" / "local" / "2000" / "test", [(n, 120, d, r, {}) for n, d, r in
+            zip(names, (100, 100, 50), (90, 100, 50), strict=True)])  # fmt: skip
+    _result(tmp_path / "search" / "guided" / "200" / "test", [(n, 120, d, r, {}) for n, d, r in
+            zip(names, (100, 100, 50), (95, 82, 50), strict=True)])  # fmt: skip
+    # A sequence whose outputs differ captures nothing, however low its count.
+    _result(tmp_path / "search" / "guided" / "200" / "unseen",
+            [("gpt2-a", 120, 100, 60, {"error": "outputs differ from XLA's default"})])  # fmt: skip
+    policy = [EvaluationRow(n, "gpt2", 120, d, r, sequence=["cse"]) for n, d, r in
+              zip(names, (100, 100, 50), (100, 80, 50), strict=True)]  # fmt: skip
+    write("general", "general@v9.0", "0.10.2", policy, root=tmp_path)
+    shares = {(s.strategy, s.budget, s.split): s for s in captured_shares(tmp_path)}
+    guided = shares["guided", 200, "test"]
+    assert guided.judged and not shares["local", 2000, "test"].judged
+    assert (guided.share.improvable, guided.share.excluded) == (2, 1)
+    assert guided.share.share == pytest.approx(23 / 30) and not guided.share.meets_goal
+    assert shares["local", 2000, "test"].share.share == pytest.approx(10 / 30)
+    # R 60 with differing outputs: counted as D, it captures none of the 10 ops known below D on a.
+    assert shares["guided", 200, "unseen"].share.share == 0.0
+    assert main(["baselines", "search", "--root", str(tmp_path / "search")]) == 0
+    out = capsys.readouterr().out
+    assert "| search:guided | 200 | test | 3 | 2 | 76.7% | 70.0% | >= 90%: not met |" in out

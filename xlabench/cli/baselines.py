@@ -20,7 +20,13 @@ from xlabench.baselines.compare import (
     summary,
     text_table,
 )
-from xlabench.baselines.search import SEARCH_DIR, load_search_baselines, search_table
+from xlabench.baselines.search import (
+    SEARCH_DIR,
+    captured_shares,
+    load_search_baselines,
+    search_table,
+    shares_table,
+)
 from xlabench.baselines.storage import baselines_directory, load, made_with, previous_versions, write
 from xlabench.cli.arguments import POSITIVE, seconds
 from xlabench.errors import UserInputError
@@ -114,13 +120,17 @@ def register(subparsers: Any) -> None:
 
 
 def run_search(args: argparse.Namespace) -> int:
-    """Print geomean vs_default of every stored strategy x budget x split."""
+    """Print geomean vs_default of every stored strategy x budget x split, and the share of the best-known
+    improvement each captures."""
 
     root = args.root or SEARCH_DIR
     baselines = load_search_baselines(root)
     if not baselines:
         raise UserInputError(f"{root}: no search baselines (STRATEGY/BUDGET/SPLIT/results.json)")
     print(search_table(baselines))
+    print()
+    # The best-known count of a graph also takes the shipped policy's stored baselines (beside search/).
+    print(shares_table(captured_shares(root.parent)))
     return 0
 
 
