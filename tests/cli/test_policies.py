@@ -47,13 +47,14 @@ def test_retrain_writes_a_version_that_eval_and_policies_use(policies_root, tmp_
         module, calls = driver.apply_action(module, action)
         applications += calls
     # ... one compile for XLA's order, when the policy observes it (the training default), and one
-    # count a state past the end of that order (`retrain` writes the stop rule that counts them).
+    # count a state past the end of that order (`retrain` writes the stop rule that counts them), but
+    # the last state: its count is the final one.
     observing = int(ENVIRONMENT.observe_xla_order)
     assert metadata["rollout"] == {"stop": "lowest-past-xla-order"}
     env = PassOrderingEnv(graphs=[graph], driver=driver, **ENVIRONMENT.to_json())
     observation, _ = env.reset(seed=0, options={"graph": graph.name})
     past_order = 0
-    for action in row["sequence"]:
+    for action in row["sequence"][:-1]:
         observation, *_ = env.step(env.actions.index(action))
         past_order += int(np.argmax(observation["xla_next"])) == len(env.actions)
     assert row["calls"] == applications + 1 + observing + past_order

@@ -215,6 +215,8 @@ def rollout(policy: Policy, driver: PassDriver, graph: Graph) -> SearchResult:
         info["op_count"] if info["op_count"] is not None else driver.fair_op_count(env.module, env.sequence)
     )
     sequence, module = list(env.sequence), env.module
+    # Stopped on a state it counted past XLA's order: the final count is that count, not a second call.
+    recounted = any(steps == len(sequence) for _, steps, _ in past_order)
     if past_order:
         lowest = min(past_order, key=lambda state: (state[0], state[1]))
         if lowest[0] < op_count:
@@ -223,7 +225,7 @@ def rollout(policy: Policy, driver: PassDriver, graph: Graph) -> SearchResult:
         strategy=policy.label,
         sequence=sequence,
         op_count=int(op_count),
-        calls=applications + 1 + int(policy.observe_xla_order) + len(past_order),
+        calls=applications + 1 + int(policy.observe_xla_order) + len(past_order) - int(recounted),
         seconds=time.perf_counter() - started,
         applied=sequence,
         module=module,
