@@ -8,16 +8,13 @@ import numpy as np
 import pytest
 
 from xlabench.agents.seeds import (
-    GUIDED_SHARE_GOAL,
     NON_INFERIOR,
     NON_INFERIORITY_MARGIN,
     NOT_SHOWN,
     SUPERIOR,
-    CapturedShare,
     PairedComparison,
     SeedScores,
     best_seed,
-    captured_share,
     paired_comparison,
     parse_seeds,
     probability_of_improvement,
@@ -155,36 +152,6 @@ def test_the_paired_interval_is_reproducible_and_stored_in_the_seed_statistics()
     del result["policy_vs_warm_start"]  # versions made before it was stored still print
     assert "paired" not in seed_statistics_line(result)
     assert "policy_vs_warm_start" not in statistics([SeedScores(0, [1.0, 1.1], None)], repetitions=50)
-
-
-def test_the_captured_share_pools_graphs_with_a_known_improvement():
-    default = {"a": 100, "b": 100, "c": 100, "d": 100}
-    best = {"a": 90, "b": 80, "c": 100, "d": 95}  # c: nothing below XLA's default known
-    strategy = {"a": 90, "b": 90, "c": 100, "d": 101}  # all of a's gain, half of b's, d worse
-    share = captured_share(strategy, default, best)
-    assert (share.graphs, share.improvable, share.excluded) == (4, 3, 1)
-    assert share.share == pytest.approx((10 + 10 + 0) / (10 + 20 + 5))
-    assert share.per_graph_mean == pytest.approx((1 + 0.5 + 0) / 3)
-    assert share.worse_than_default == 1 and share.new_best == 0
-    assert not share.meets_goal and share.goal == GUIDED_SHARE_GOAL
-    assert CapturedShare.from_json(json.loads(json.dumps(share.to_json()))) == share
-
-
-def test_the_captured_share_goal_and_its_edges():
-    default = {"a": 100, "b": 200}
-    best = {"a": 90, "b": 180}
-    assert captured_share(best, default, best).share == 1.0 and captured_share(best, default, best).meets_goal
-    at_goal = captured_share({"a": 91, "b": 182}, default, best)  # 9 of 10 and 18 of 20
-    assert at_goal.share == pytest.approx(GUIDED_SHARE_GOAL) and at_goal.meets_goal
-    assert not captured_share({"a": 92, "b": 182}, default, best).meets_goal
-    # Below the best known: the strategy's own count is the best known, and a graph becomes improvable.
-    beyond = captured_share({"a": 85, "b": 200}, {"a": 100, "b": 200}, {"a": 90, "b": 200})
-    assert (beyond.new_best, beyond.improvable, beyond.share) == (1, 1, 1.0)
-    nothing = captured_share({"a": 100}, {"a": 100}, {"a": 100})
-    assert nothing.share is None and nothing.per_graph_mean is None and not nothing.meets_goal
-    assert nothing.excluded == 1
-    with pytest.raises(ValueError, match="different graphs"):
-        captured_share({"a": 90}, default, best)
 
 
 @pytest.mark.slow

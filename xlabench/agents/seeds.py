@@ -15,9 +15,8 @@ the same stratified bootstrap, and a verdict against a non-inferiority margin.
 from __future__ import annotations
 
 import contextlib
-import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,8 +37,6 @@ NON_INFERIORITY_MARGIN = 0.002
 SUPERIOR = "superior"
 NON_INFERIOR = "non-inferior"
 NOT_SHOWN = "inferior or undecided"
-# A search strategy's goal: the share of the best-known improvement over XLA's default it captures.
-GUIDED_SHARE_GOAL = 0.90
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -303,109 +300,6 @@ def paired_comparison(
         p_improvement_ties_half=(improved + 0.5 * (log_ratio.size - moved)) / log_ratio.size,
         p_improvement_no_ties=improved / moved if moved else None,
         repetitions=repetitions,
-    )
-
-
-# Judging a search strategy, not seeds: this belongs with the stored search baselines
-# (xlabench/baselines/search.py, which holds every strategy x budget per split and so the best-known
-# count of each graph); here for now.
-@dataclass(frozen=True)
-class CapturedShare:
-    """How much of the best-known improvement over XLA's default a search strategy captures at a budget.
-
-    Over the graphs where some op count below XLA's default D is known (`improvable`), `share` is
-    sum max(0, D - R_strategy) / sum (D - R_best); `per_graph_mean` the mean over those graphs of
-    max(0, D - R_strategy) / (D - R_best). Graphs with no known improvement are left out (`excluded`).
-    Both are None when no graph is improvable. The strategy's own count is known, so R_best is at most
-    R_strategy (`new_best`: graphs where the given best-known count was above the strategy's)."""
-
-    graphs: int
-    improvable: int
-    excluded: int
-    captured: float  # sum over improvable graphs of max(0, D - R_strategy)
-    available: float  # sum over improvable graphs of D - R_best
-    share: float | None
-    per_graph_mean: float | None
-    new_best: int
-    worse_than_default: int  # graphs where the strategy's count is above D (they count 0, not less)
-    goal: float = GUIDED_SHARE_GOAL
-
-    @property
-    def meets_goal(self) -> bool:
-        """The pooled share reaches the goal; False when there was nothing to capture."""
-        return self.share is not None and self.share >= self.goal
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "graphs": self.graphs,
-            "improvable": self.improvable,
-            "excluded": self.excluded,
-            "captured": self.captured,
-            "available": self.available,
-            "share": self.share,
-            "per_graph_mean": self.per_graph_mean,
-            "new_best": self.new_best,
-            "worse_than_default": self.worse_than_default,
-            "goal": self.goal,
-            "meets_goal": self.meets_goal,
-        }
-
-    @classmethod
-    def from_json(cls, entry: dict[str, Any]) -> CapturedShare:
-        """The entry as `to_json` wrote it (`meets_goal` is recomputed)."""
-        share, mean = entry["share"], entry["per_graph_mean"]
-        return cls(
-            graphs=int(entry["graphs"]),
-            improvable=int(entry["improvable"]),
-            excluded=int(entry["excluded"]),
-            captured=float(entry["captured"]),
-            available=float(entry["available"]),
-            share=None if share is None else float(share),
-            per_graph_mean=None if mean is None else float(mean),
-            new_best=int(entry["new_best"]),
-            worse_than_default=int(entry["worse_than_default"]),
-            goal=float(entry.get("goal", GUIDED_SHARE_GOAL)),
-        )
-
-
-def captured_share(
-    strategy: Mapping[str, float],
-    default: Mapping[str, float],
-    best_known: Mapping[str, float],
-    goal: float = GUIDED_SHARE_GOAL,
-) -> CapturedShare:
-    """The share of the best-known improvement a strategy captures; each mapping is graph -> op count
-    (the strategy's R at its budget, XLA's default D, the best-known R), over the same graphs."""
-    names = set(default)
-    if set(strategy) != names or set(best_known) != names:
-        differ = sorted(names.symmetric_difference(strategy) | names.symmetric_difference(best_known))
-        raise ValueError(f"captured share: the counts cover different graphs ({', '.join(differ)})")
-    captured = available = 0.0
-    shares: list[float] = []
-    new_best = worse = 0
-    for name in sorted(names):
-        ours, xla, best = float(strategy[name]), float(default[name]), float(best_known[name])
-        if ours < best:
-            new_best += 1
-            best = ours
-        worse += ours > xla
-        if best >= xla:
-            continue  # no known improvement on this graph
-        gain = max(0.0, xla - ours)
-        captured += gain
-        available += xla - best
-        shares.append(gain / (xla - best))
-    return CapturedShare(
-        graphs=len(names),
-        improvable=len(shares),
-        excluded=len(names) - len(shares),
-        captured=captured,
-        available=available,
-        share=captured / available if shares else None,
-        per_graph_mean=math.fsum(shares) / len(shares) if shares else None,
-        new_best=new_best,
-        worse_than_default=worse,
-        goal=goal,
     )
 
 
