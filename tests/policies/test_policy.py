@@ -69,3 +69,12 @@ def test_a_version_with_a_stop_rule_this_xlabench_does_not_know_is_refused_in_on
     with pytest.raises(PolicyError, match="unknown rollout stop 'oracle'") as raised:
         made(ppo_model, "oracle")
     assert "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize("skip", [-1, "one", 1.5])
+def test_a_version_whose_cursor_skip_is_not_a_whole_number_is_refused_in_one_line(ppo_model, skip):
+    metadata = {**run_metadata("tail"), "version": "v1.0"}
+    metadata["environment"] = {**metadata["environment"], "xla_order_skip": skip}
+    with pytest.raises(PolicyError, match="xla_order_skip must be a whole number >= 0") as raised:
+        Policy(Artifact(Path("(test)"), metadata, ppo_model.policy.state_dict()))
+    assert "(test)" in str(raised.value) and "\n" not in str(raised.value)

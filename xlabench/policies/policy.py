@@ -70,6 +70,15 @@ class Policy:
         self.mask_inapplicable = environment.mask_inapplicable
         self.observe_xla_order = environment.observe_xla_order
         self.xla_order_skip = environment.xla_order_skip
+        if (
+            not isinstance(self.xla_order_skip, int)
+            or isinstance(self.xla_order_skip, bool)
+            or self.xla_order_skip < 0
+        ):
+            raise PolicyError(
+                f"{artifact.path}: environment setting xla_order_skip must be a whole number >= 0, "
+                f"not {self.xla_order_skip!r}"
+            )
         self.algorithm = str(metadata["algorithm"])
         self.stop_rule = str((metadata.get("rollout") or {}).get("stop", "policy"))
         if self.stop_rule not in STOP_RULES:
