@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -115,19 +115,8 @@ class CapturedShare:
         return self.share is not None and self.share >= self.goal
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "graphs": self.graphs,
-            "improvable": self.improvable,
-            "excluded": self.excluded,
-            "captured": self.captured,
-            "available": self.available,
-            "share": self.share,
-            "per_graph_mean": self.per_graph_mean,
-            "new_best": self.new_best,
-            "worse_than_default": self.worse_than_default,
-            "goal": self.goal,
-            "meets_goal": self.meets_goal,
-        }
+        """The fields, and whether the goal is met."""
+        return {**asdict(self), "meets_goal": self.meets_goal}
 
     @classmethod
     def from_json(cls, entry: dict[str, Any]) -> CapturedShare:
