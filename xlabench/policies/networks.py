@@ -239,6 +239,14 @@ def policy_class(algorithm: str, follows_xla_order: bool = False) -> type:
     return MaskedQPolicy if algorithm == "dqn" else MaskedActorCriticPolicy
 
 
+class NoOptimizer:
+    """Stands in for the optimizer of a network that is only rolled out: the first torch optimizer a
+    process builds imports torch._dynamo, about 2 s of every `xlabench eval` and pytest start."""
+
+    def __init__(self, params: Any, lr: float = 0.0, **options: Any) -> None:
+        self.param_groups: list[dict[str, Any]] = [{"lr": lr}]
+
+
 def policy_kwargs(net_arch: list[int], activation: str) -> dict[str, Any]:
     """The network's shape: MLP sizes, activation, and the extractor that hides the cost analysis."""
     return {

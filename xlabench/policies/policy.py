@@ -56,7 +56,7 @@ class Policy:
 
         from xlabench.env.config import EnvironmentConfig
         from xlabench.env.observation import observation_space
-        from xlabench.policies.networks import policy_class, policy_kwargs, use_torch_threads
+        from xlabench.policies.networks import NoOptimizer, policy_class, policy_kwargs, use_torch_threads
 
         use_torch_threads()
         self.artifact = artifact
@@ -93,6 +93,7 @@ class Policy:
             spaces.Discrete(len(self.actions) + 1),
             lambda _: 0.0,
             **policy_kwargs(hyperparameters["net_arch"], hyperparameters["activation"]),
+            optimizer_class=NoOptimizer,  # rolled out, never trained
         )
         tensors = dict(artifact.tensors)
         # Made before departures (or their spans) were kept: unconstrained there, as it was made.
