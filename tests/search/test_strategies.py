@@ -85,3 +85,21 @@ def test_local_search_climbs_from_xlas_order_and_keeps_outputs_no_worse():
     assert driver.fair_op_count(after, result.sequence) == result.op_count
     verdict, _ = judge_sequence(module, after, result.applied, driver=driver)
     assert verdict.problems == []
+
+
+def test_an_edit_first_moves_a_simplifier_ahead_of_the_pass_that_expanded_the_module():
+    from xlabench.search.strategies import _edits
+
+    sequence = ("call-inliner", "float-normalization-bf16", "dce", "algsimp:fixed-point", "cse")
+    # Op counts after each prefix: float normalization adds 300 (converts), inlining 5; algsimp and cse
+    # remove some, dce nothing.
+    counts = [100, 105, 405, 405, 380, 300]
+    edits = _edits(sequence, ["algsimp"], max_length=30, counts=counts)
+    # The largest addition first: algsimp, the nearest pass after it that removed ops, moved ahead of it;
+    # then ahead of the inliner.
+    assert edits[:2] == [
+        (1, ("call-inliner", "algsimp:fixed-point", "float-normalization-bf16", "dce", "cse")),
+        (0, ("algsimp:fixed-point", "call-inliner", "float-normalization-bf16", "dce", "cse")),
+    ]
+    # Without the counts, the cheapest edits come first, from the end: a loop by its single run.
+    assert _edits(sequence, ["algsimp"], max_length=30)[0] == (3, (*sequence[:3], "algsimp", "cse"))

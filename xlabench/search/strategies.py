@@ -34,6 +34,7 @@ from xlabench.xla.replay import replay_default_pipeline
 
 DEFAULT_BUDGET = 2000
 DEFAULT_MAX_LENGTH = 30
+_UNCHARGED = 10**9  # the budget of transitions already paid for
 
 
 @dataclass
@@ -223,15 +224,19 @@ def _play(
     budget: _Budget,
     before: tuple[str, ...] = (),
     claims: frozenset[str] = frozenset(),
+    whole: bool = False,
 ) -> tuple[HloModule, list[str], bool]:
     """Apply `sequence` to `module` (the module after the passes `before`), leaving out what changes
     nothing (unless another pass requires it or XLA's order claims it: `xla_order.claimed_passes`);
     the module, the passes kept, and whether every pass was
     applied (False: a pass failed, or the budget ran out, keeping one call to count the result). A
-    fixed-point action's further runs are charged once they ran: its loop can end past the budget."""
+    fixed-point action's further runs are charged once they ran: its loop can end past the budget.
+    With `whole`, only the whole sequence will do: it stops at the first pass left out (False)."""
     catalogue, kept = driver.catalogue, []
     for name in sequence:
         if catalogue.unmet_requirement(name, [*before, *kept]) is not None:
+            if whole:
+                return module, kept, False
             continue
         if budget.left() < 2:
             return module, kept, False
@@ -243,19 +248,44 @@ def _play(
         budget.record(calls - 1)
         if name in claims or catalogue.worth_taking(name, following.fingerprint != module.fingerprint):
             module, kept = following, [*kept, name]
+        elif whole:
+            return module, kept, False
     return module, kept, True
 
 
 Edit = tuple[int, tuple[str, ...]]  # (the first position an edit changes, the sequence after it)
 
 
-def _edits(sequence: tuple[str, ...], actions: list[str], max_length: int) -> list[Edit]:
-    """Every one-pass edit of a sequence, cheapest first: a loop replaced by its single run, a pass
-    dropped, two neighbours swapped, a pass inserted -- each from the end, where the suffix to apply
-    again is shortest."""
+def _moves(sequence: tuple[str, ...], counts: list[int]) -> list[Edit]:
+    """For each pass that added instructions, largest addition first, the nearest later pass that
+    removed some moved in front of it (`counts[i]`: the op count after `sequence[:i]`).
+
+    An expanding pass (a conversion, a lowering, an inliner) hands every later pass more to work on: the
+    simplifier that runs first shrinks what it expands. On bf16 training steps `algsimp` before
+    `float-normalization-bf16` is most of the best-known improvement over XLA's order (docs/design.md,
+    "Where guided search looks first").
+    """
+    deltas = [after - before for before, after in zip(counts, counts[1:], strict=False)]
+    adders = sorted((i for i, delta in enumerate(deltas) if delta > 0), key=lambda i: (-deltas[i], -i))
+    moves = []
+    for i in adders:
+        j = next((k for k in range(i + 1, len(deltas)) if deltas[k] < 0), None)
+        if j is not None:
+            moves.append((i, (*sequence[:i], sequence[j], *sequence[i:j], *sequence[j + 1 :])))
+    return moves
+
+
+def _edits(
+    sequence: tuple[str, ...], actions: list[str], max_length: int, counts: list[int] | None = None
+) -> list[Edit]:
+    """Every one-pass edit of a sequence: first, given the op count after each prefix (`counts`), a
+    pass that removed instructions moved before one that added them (`_moves`); then cheapest first, a
+    loop replaced by its single run, a pass dropped, two neighbours swapped, a pass inserted -- each from
+    the end, where the suffix to apply again is shortest."""
     positions = list(reversed(range(len(sequence))))
+    edits = _moves(sequence, counts) if counts is not None else []
     loops = [i for i in positions if (single := base_pass(sequence[i])) != sequence[i] and single in actions]
-    edits = [(i, (*sequence[:i], base_pass(sequence[i]), *sequence[i + 1 :])) for i in loops]
+    edits += [(i, (*sequence[:i], base_pass(sequence[i]), *sequence[i + 1 :])) for i in loops]
     edits += [(i, sequence[:i] + sequence[i + 1 :]) for i in positions]
     edits += [(i, (*sequence[:i], sequence[i + 1], sequence[i], *sequence[i + 2 :])) for i in positions[1:]]
     if len(sequence) < max_length:
@@ -288,12 +318,22 @@ def local_search(
     if start is None:
         calls.spend(1)
     xla, claims = xla_order_and_claims(driver, module, actions)  # cached where a policy observed it
-    # Played again (cached transitions, still charged) without what changed nothing there: a rollout
-    # keeps such steps, and an edit is only comparable on a sequence whose every pass counts.
-    order = list(start.applied or start.sequence) if start is not None else list(xla)
-    played, kept, _ = _play(driver, module, order, calls, claims=claims)
-    calls.record(1)  # the count, charged even where a fixed-point loop used the last call
-    best = _State(played, tuple(kept), driver.fair_op_count(played, kept))
+    # Played again without what changed nothing there: a rollout keeps such steps, and an edit is only
+    # comparable on a sequence whose every pass counts. A start's transitions were charged where it was
+    # found (`start.calls`), so playing them again is not; XLA's order is played at this search's cost.
+    if start is not None and start.module is not None:
+        order = list(start.applied or start.sequence)
+        played, kept, _ = _play(driver, module, order, _Budget(_UNCHARGED), claims=claims)
+        if kept == order:
+            best = _State(played, tuple(kept), start.op_count)
+        else:
+            calls.record(1)  # the count of the sequence without its no-ops
+            best = _State(played, tuple(kept), driver.fair_op_count(played, kept))
+    else:
+        order = list(start.applied or start.sequence) if start is not None else list(xla)
+        played, kept, _ = _play(driver, module, order, calls, claims=claims)
+        calls.record(1)  # the count, charged even where a fixed-point loop used the last call
+        best = _State(played, tuple(kept), driver.fair_op_count(played, kept))
     if start is not None and start.module is not None and start.op_count < best.op_count:
         best = _State(start.module, tuple(start.applied or start.sequence), start.op_count)
     tried = {best.sequence}
@@ -301,16 +341,24 @@ def local_search(
     while improved and calls.left() >= 2:
         improved = False
         prefixes = [module]  # prefixes[i]: the module after best.sequence[:i], all cached transitions
+        runs = []  # runs[i]: what applying best.sequence[i] there costs (a fixed-point loop: its runs)
         for name in best.sequence:
-            prefixes.append(driver.apply_action(prefixes[-1], name)[0])
-        for position, sequence in _edits(best.sequence, actions, max_length):
+            following, ran = driver.apply_action(prefixes[-1], name)
+            prefixes.append(following)
+            runs.append(ran)
+        counts = [prefix.op_count for prefix in prefixes]  # answered with each transition: no call
+        for position, sequence in _edits(best.sequence, actions, max_length, counts):
             if calls.left() < 2:
                 break
             if sequence in tried:
                 continue
+            if sum(runs[position:]) + 3 > calls.left():
+                continue  # its suffix, a pass more, the count and the output check would overrun the budget
             tried.add(sequence)
             suffix, before = list(sequence[position:]), sequence[:position]
-            after, kept_suffix, complete = _play(driver, prefixes[position], suffix, calls, before, claims)
+            after, kept_suffix, complete = _play(
+                driver, prefixes[position], suffix, calls, before, claims, whole=True
+            )
             if not complete or kept_suffix != suffix or not calls.spend(1):
                 continue  # a pass failed or changed nothing there: another sequence than this edit's
             count = driver.fair_op_count(after, list(sequence))
