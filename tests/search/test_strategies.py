@@ -103,3 +103,24 @@ def test_an_edit_first_moves_a_simplifier_ahead_of_the_pass_that_expanded_the_mo
     ]
     # Without the counts, the cheapest edits come first, from the end: a loop by its single run.
     assert _edits(sequence, ["algsimp"], max_length=30)[0] == (3, (*sequence[:3], "algsimp", "cse"))
+
+
+def test_a_start_is_not_charged_again_and_no_edit_overruns_what_is_left():
+    from pathlib import Path
+
+    from xlabench.search import SearchResult
+
+    driver = default_driver()
+    module = driver.load((Path(__file__).parents[1] / "xla/data/redundant.hlo").read_text())
+    sequence = ["algsimp", "cse"]
+    after = module
+    for name in sequence:
+        after = driver.apply_action(after, name)[0]
+    count = driver.fair_op_count(after, sequence)
+    # A rollout found this sequence and paid for its transitions (its `calls`).
+    start = SearchResult("policy", sequence, count, 3, 0.0, list(sequence), after)
+    # Two calls cannot pay for an edit (a pass, the count and the output check): none is begun.
+    stayed = local_search(driver, module, ["algsimp", "cse", "dce"], budget=2, start=start)
+    assert (stayed.sequence, stayed.op_count, stayed.calls) == (sequence, count, 0)
+    climbed = local_search(driver, module, ["algsimp", "cse", "dce"], budget=30, start=start)
+    assert climbed.op_count <= count and climbed.calls <= 30
