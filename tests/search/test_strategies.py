@@ -124,3 +124,33 @@ def test_a_start_is_not_charged_again_and_no_edit_overruns_what_is_left():
     assert (stayed.sequence, stayed.op_count, stayed.calls) == (sequence, count, 0)
     climbed = local_search(driver, module, ["algsimp", "cse", "dce"], budget=30, start=start)
     assert climbed.op_count <= count and climbed.calls <= 30
+
+
+def test_an_edit_that_leaves_a_later_pass_nothing_to_do_is_taken_without_it():
+    from pathlib import Path
+
+    from xlabench.search import SearchResult
+
+    driver = default_driver()
+    text = (Path(__file__).parents[1] / "xla/data/redundant.hlo").read_text().replace("f32", "bf16")
+    module = driver.load(text)
+    # Float normalization adds converts; algsimp ahead of it folds log(exp(y)) in bf16, after which the
+    # algsimp at the end has nothing left to do: the edit is kept without it.
+    sequence = ["float-normalization-bf16", "reshape-mover", "algsimp"]
+    after = module
+    for name in sequence:
+        following = driver.apply_action(after, name)[0]
+        assert following.fingerprint != after.fingerprint, name
+        after = following
+    count = driver.fair_op_count(after, sequence)
+    start = SearchResult("policy", sequence, count, 3, 0.0, list(sequence), after)
+    actions = ["algsimp", "cse", "float-normalization-bf16"]
+    found = local_search(driver, module, actions, budget=60, start=start)
+    assert found.op_count <= 9 < count and found.calls <= 60
+    # Every pass of what it found changes the module where it runs, and the count is the sequence's.
+    replayed = module
+    for name in found.applied:
+        following = driver.apply_action(replayed, name)[0]
+        assert following.fingerprint != replayed.fingerprint, name
+        replayed = following
+    assert driver.fair_op_count(replayed, found.applied) == found.op_count

@@ -224,18 +224,18 @@ def _play(
     budget: _Budget,
     before: tuple[str, ...] = (),
     claims: frozenset[str] = frozenset(),
-    whole: bool = False,
+    first_counts: bool = False,
 ) -> tuple[HloModule, list[str], bool]:
     """Apply `sequence` to `module` (the module after the passes `before`), leaving out what changes
     nothing (unless another pass requires it or XLA's order claims it: `xla_order.claimed_passes`);
     the module, the passes kept, and whether every pass was
     applied (False: a pass failed, or the budget ran out, keeping one call to count the result). A
     fixed-point action's further runs are charged once they ran: its loop can end past the budget.
-    With `whole`, only the whole sequence will do: it stops at the first pass left out (False)."""
+    With `first_counts`, the sequence's first pass must count: left out, the play stops there (False)."""
     catalogue, kept = driver.catalogue, []
     for name in sequence:
         if catalogue.unmet_requirement(name, [*before, *kept]) is not None:
-            if whole:
+            if first_counts and not kept:
                 return module, kept, False
             continue
         if budget.left() < 2:
@@ -248,7 +248,7 @@ def _play(
         budget.record(calls - 1)
         if name in claims or catalogue.worth_taking(name, following.fingerprint != module.fingerprint):
             module, kept = following, [*kept, name]
-        elif whole:
+        elif first_counts and not kept:
             return module, kept, False
     return module, kept, True
 
@@ -357,10 +357,19 @@ def local_search(
             tried.add(sequence)
             suffix, before = list(sequence[position:]), sequence[:position]
             after, kept_suffix, complete = _play(
-                driver, prefixes[position], suffix, calls, before, claims, whole=True
+                driver, prefixes[position], suffix, calls, before, claims, first_counts=True
             )
-            if not complete or kept_suffix != suffix or not calls.spend(1):
-                continue  # a pass failed or changed nothing there: another sequence than this edit's
+            if not complete:
+                continue  # a pass failed, the budget ran out, or the edit's own pass changed nothing
+            if kept_suffix != suffix:
+                # A later pass changed nothing after the edit (moving algsimp ahead of float
+                # normalization can leave a second loop nothing to do): the edit without it.
+                sequence = (*before, *kept_suffix)
+                if sequence in tried:
+                    continue
+                tried.add(sequence)
+            if not calls.spend(1):
+                continue
             count = driver.fair_op_count(after, list(sequence))
             if count >= best.op_count or not calls.spend(1):
                 continue
