@@ -28,7 +28,7 @@ import numpy as np
 from xlabench.env.xla_order import xla_order_and_claims
 from xlabench.errors import CompilerError, UserInputError
 from xlabench.xla import HloModule, PassDriver
-from xlabench.xla.catalogue import base_pass
+from xlabench.xla.catalogue import base_pass, inapplicable
 from xlabench.xla.execute import judge_sequence
 from xlabench.xla.replay import replay_default_pipeline
 
@@ -225,13 +225,16 @@ def _play(
     before: tuple[str, ...] = (),
     claims: frozenset[str] = frozenset(),
     first_counts: bool = False,
+    known_no_ops: bool = False,
 ) -> tuple[HloModule, list[str], bool]:
     """Apply `sequence` to `module` (the module after the passes `before`), leaving out what changes
     nothing (unless another pass requires it or XLA's order claims it: `xla_order.claimed_passes`);
     the module, the passes kept, and whether every pass was
     applied (False: a pass failed, or the budget ran out, keeping one call to count the result). A
     fixed-point action's further runs are charged once they ran: its loop can end past the budget.
-    With `first_counts`, the sequence's first pass must count: left out, the play stops there (False)."""
+    With `first_counts`, the sequence's first pass must count: left out, the play stops there (False).
+    With `known_no_ops`, a pass none of whose opcodes is in the module is taken as changing nothing,
+    without a call (as the environment steps over it)."""
     catalogue, kept = driver.catalogue, []
     for name in sequence:
         if catalogue.unmet_requirement(name, [*before, *kept]) is not None:
@@ -240,12 +243,15 @@ def _play(
             continue
         if budget.left() < 2:
             return module, kept, False
-        budget.spend(1)
-        try:
-            following, calls = driver.apply_action(module, name)
-        except CompilerError:
-            return module, kept, False
-        budget.record(calls - 1)
+        if known_no_ops and inapplicable(name, driver.features(module).histogram):
+            following = module
+        else:
+            budget.spend(1)
+            try:
+                following, calls = driver.apply_action(module, name)
+            except CompilerError:
+                return module, kept, False
+            budget.record(calls - 1)
         if name in claims or catalogue.worth_taking(name, following.fingerprint != module.fingerprint):
             module, kept = following, [*kept, name]
         elif first_counts and not kept:
@@ -312,7 +318,10 @@ def local_search(
     modules), until no edit does or the budget is spent.
 
     Calls: XLA's order costs one (one compile of the default pipeline), each pass application one, each
-    count one, each output check one (the sequence's executable; the default's is compiled once).
+    count one, each output check one (the sequence's executable; the default's is compiled once). A
+    `start`'s own transitions were charged where it was found, and are not again. An edit is begun only
+    if its suffix, as it last ran, fits in what is left; a fixed-point loop that runs longer after the
+    edit can still end past the budget.
     """
     started, calls = time.perf_counter(), _Budget(budget, cancel)
     if start is None:
@@ -323,8 +332,9 @@ def local_search(
     # found (`start.calls`), so playing them again is not; XLA's order is played at this search's cost.
     if start is not None and start.module is not None:
         order = list(start.applied or start.sequence)
-        played, kept, _ = _play(driver, module, order, _Budget(_UNCHARGED), claims=claims)
-        if kept == order:
+        # As the environment that found it: a pass with nothing to rewrite is not applied (no call).
+        played, kept, _ = _play(driver, module, order, _Budget(_UNCHARGED), claims=claims, known_no_ops=True)
+        if kept == order and played.fingerprint == start.module.fingerprint:
             best = _State(played, tuple(kept), start.op_count)
         else:
             calls.record(1)  # the count of the sequence without its no-ops
@@ -346,7 +356,8 @@ def local_search(
             following, ran = driver.apply_action(prefixes[-1], name)
             prefixes.append(following)
             runs.append(ran)
-        counts = [prefix.op_count for prefix in prefixes]  # answered with each transition: no call
+        # The search's driver remembers each transition's features: no call.
+        counts = [driver.features(prefix).op_count for prefix in prefixes]
         for position, sequence in _edits(best.sequence, actions, max_length, counts):
             if calls.left() < 2:
                 break
@@ -360,10 +371,10 @@ def local_search(
                 driver, prefixes[position], suffix, calls, before, claims, first_counts=True
             )
             if not complete:
-                continue  # a pass failed, the budget ran out, or the edit's own pass changed nothing
+                continue  # a pass failed, the budget ran out, or the suffix's first pass changed nothing
             if kept_suffix != suffix:
-                # A later pass changed nothing after the edit (moving algsimp ahead of float
-                # normalization can leave a second loop nothing to do): the edit without it.
+                # A later pass changed nothing after the edit, or lost its requirement (moving algsimp
+                # ahead of float normalization can leave a second loop nothing to do): the edit without it.
                 sequence = (*before, *kept_suffix)
                 if sequence in tried:
                     continue
