@@ -27,9 +27,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from hypothesis import strategies as st
+from typing import TYPE_CHECKING, Any
 
 from xlabench.baselines.storage import BaselineError, baselines_directory
 from xlabench.errors import CompilerError
@@ -38,6 +36,9 @@ from xlabench.xla import PassDriver
 from xlabench.xla.cache import cache_directory
 from xlabench.xla.catalogue import base_pass
 from xlabench.xla.execute import judge_against_unoptimized, judge_sequence, nan_share
+
+if TYPE_CHECKING:  # Hypothesis is imported where a check runs: the plugin loads with every pytest run
+    from hypothesis import strategies as st
 from xlabench.xla.module import HloModule
 from xlabench.xla.reproducers import write_reproducer
 
@@ -79,6 +80,8 @@ def semantics_graphs(spec: str = "all") -> list[Graph]:
 
 def pass_sequences(actions: list[str], min_size: int = 1, max_size: int = MAX_SEQUENCE) -> st.SearchStrategy:
     """Sequences of actions, `min_size` to `max_size` long (shrinking drops and simplifies steps)."""
+    from hypothesis import strategies as st
+
     return st.lists(st.sampled_from(actions), min_size=min_size, max_size=max_size)
 
 
