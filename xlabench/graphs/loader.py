@@ -41,6 +41,17 @@ class Graph:
         """The graph's HLO text (decompressed if stored gzipped)."""
         return storage.read_hlo(self.path)
 
+    @property
+    def kind(self) -> tuple[str, str, str]:
+        """What kind of graph it is: family, mode (or control-flow program) and dtype ("" where unknown)."""
+        variant = self.config.get("mode") or self.config.get("program") or ""
+        return self.family, str(variant), str(self.config.get("dtype", ""))
+
+    @property
+    def is_user_file(self) -> bool:
+        """Whether the graph is a user's file (`--xlabench-graphs DIR`), not a suite graph."""
+        return self.family == USER_FAMILY
+
 
 def load_graph_set(directory: Path = storage.DATA_DIR) -> list[Graph]:
     """All graphs recorded in `directory/manifest.json`, sorted by name."""

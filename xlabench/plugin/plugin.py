@@ -89,13 +89,17 @@ class Case:
 
 SETTINGS = pytest.StashKey[Settings]()
 
-# The tiers: `pytest -m smoke` is every test not marked slow plus one gate per family and policy (on
-# the family's smallest graph, runtime gate included); the full command runs everything.
+# The tiers, each judging fully what it runs: `pytest -m smoke` is every test not marked slow plus one
+# gate per family and policy (on the family's smallest graph, runtime gate included); `-m "not
+# exhaustive"` (the README's test command, CI) is every test plus one gate per kind of suite graph --
+# family, mode or program, dtype -- on its smallest graph, and policy; no -m runs every gate.
 MARKERS = (
     "slow: long-running; left out of `-m smoke` (the suite's gates beyond one per family and policy, "
     "training, compiler changes, pytest-in-pytest runs)",
     "smoke: the fast tier (`pytest -m smoke -n auto`): every test not marked slow, and one suite gate per "
     "graph family and policy, on the family's smallest graph",
+    "exhaustive: a suite gate beyond the smallest graph of its kind (family, mode or program, dtype) and "
+    "policy; `-m 'not exhaustive'` leaves them out (the README's test command), no -m runs them",
 )
 
 
@@ -328,23 +332,30 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The tiers: a suite gate is smoke when its graph is the smallest of its family for its policy,
-    else slow; any other test is smoke unless it is marked slow."""
-    smallest: dict[tuple[str, str], tuple[int, str]] = {}
+    else slow, and exhaustive when it is not the smallest of its kind either (a user's files never are);
+    any other test is smoke unless it is marked slow."""
+    smallest: dict[tuple[str, ...], tuple[int, str]] = {}
     for item in items:
         case = _case_of(item)
         if case is not None:
-            key = (case.policy_label, case.graph.family)
             candidate = (case.graph.instruction_count, case.graph.name)
-            smallest[key] = min(smallest.get(key, candidate), candidate)
+            for key in _tier_keys(case):
+                smallest[key] = min(smallest.get(key, candidate), candidate)
     for item in items:
         case = _case_of(item)
         if case is None:
             if item.get_closest_marker("slow") is None:
                 item.add_marker(pytest.mark.smoke)
-        elif smallest[(case.policy_label, case.graph.family)][1] == case.graph.name:
-            item.add_marker(pytest.mark.smoke)
-        else:
-            item.add_marker(pytest.mark.slow)
+            continue
+        of_family, of_kind = (smallest[key][1] == case.graph.name for key in _tier_keys(case))
+        item.add_marker(pytest.mark.smoke if of_family else pytest.mark.slow)
+        if not of_kind and not case.graph.is_user_file:
+            item.add_marker(pytest.mark.exhaustive)
+
+
+def _tier_keys(case: Case) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What a gate is the smallest of, or not: its policy and family; its policy and kind of graph."""
+    return (case.policy_label, case.graph.family), (case.policy_label, *case.graph.kind)
 
 
 def _case_of(item: pytest.Item) -> Case | None:
