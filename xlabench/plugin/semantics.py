@@ -36,11 +36,11 @@ from xlabench.xla import PassDriver
 from xlabench.xla.cache import cache_directory
 from xlabench.xla.catalogue import base_pass
 from xlabench.xla.execute import judge_against_unoptimized, judge_sequence, nan_share
+from xlabench.xla.module import HloModule
+from xlabench.xla.reproducers import write_reproducer
 
 if TYPE_CHECKING:  # Hypothesis is imported where a check runs: the plugin loads with every pytest run
     from hypothesis import strategies as st
-from xlabench.xla.module import HloModule
-from xlabench.xla.reproducers import write_reproducer
 
 MAX_SEQUENCE = 30
 INPUT_SEEDS = 4  # input sets an example may draw (seed 0..3), each signed or non-negative
