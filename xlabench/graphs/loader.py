@@ -42,10 +42,14 @@ class Graph:
         return storage.read_hlo(self.path)
 
     @property
-    def kind(self) -> tuple[str, str, str]:
-        """What kind of graph it is: family, mode (or control-flow program) and dtype ("" where unknown)."""
-        variant = self.config.get("mode") or self.config.get("program") or ""
-        return self.family, str(variant), str(self.config.get("dtype", ""))
+    def kind(self) -> tuple[str, ...]:
+        """What kind of graph it is: family, architecture where a family has several (TensorFlow's
+        models, the recurrent cells, the control-flow programs), mode and dtype ("" where none)."""
+        config = self.config
+        architecture = config.get("model") or config.get("cell") or config.get("program") or ""
+        return tuple(
+            str(part) for part in (self.family, architecture, config.get("mode", ""), config.get("dtype", ""))
+        )
 
     @property
     def is_user_file(self) -> bool:

@@ -91,15 +91,15 @@ SETTINGS = pytest.StashKey[Settings]()
 
 # The tiers, each judging fully what it runs: `pytest -m smoke` is every test not marked slow plus one
 # gate per family and policy (on the family's smallest graph, runtime gate included); `-m "not
-# exhaustive"` (the README's test command, CI) is every test plus one gate per kind of suite graph --
-# family, mode or program, dtype -- on its smallest graph, and policy; no -m runs every gate.
+# exhaustive"` (the README's test command, CI) is every test plus one gate per kind of suite graph
+# (`Graph.kind`: family, architecture, mode, dtype) and policy, on its smallest graph; no -m runs all.
 MARKERS = (
     "slow: long-running; left out of `-m smoke` (the suite's gates beyond one per family and policy, "
     "training, compiler changes, pytest-in-pytest runs)",
     "smoke: the fast tier (`pytest -m smoke -n auto`): every test not marked slow, and one suite gate per "
     "graph family and policy, on the family's smallest graph",
-    "exhaustive: a suite gate beyond the smallest graph of its kind (family, mode or program, dtype) and "
-    "policy; `-m 'not exhaustive'` leaves them out (the README's test command), no -m runs them",
+    "exhaustive: a suite gate beyond the smallest graph of its kind (family, architecture, mode, dtype) "
+    "and policy; `-m 'not exhaustive'` leaves them out (the README's test command), no -m runs them",
 )
 
 
