@@ -345,35 +345,40 @@ def test_the_smoke_tier_takes_one_gate_per_family_and_policy_on_its_smallest_gra
 
 
 @pytest.mark.slow
-def test_the_readme_tier_gates_the_smallest_graph_of_each_kind_and_never_leaves_out_a_users_file(
+def test_the_readme_tier_gates_the_smallest_graph_of_each_kind_and_every_module_a_user_names(
     pytester, tmp_path
 ):
-    from xlabench.graphs import resolve_graphs
+    from xlabench.graphs import Graph, resolve_graphs
     from xlabench.policies.artifact import policy_names
 
+    def gates(*arguments: str) -> list[str]:
+        result = pytester.runpytest_subprocess("--collect-only", "-q", "-k", "policy_on_graph", *arguments)
+        return [line.split("[", 1)[1] for line in result.stdout.lines if "policy_on_graph[" in line]
+
     pytester.makepyfile(test_suite=SUITE)
-    options = ("--collect-only", "-q", "-k", "policy_on_graph", "-m", "not exhaustive")
     family = resolve_graphs("control_flow")  # five programs, each in f32 and bf16
-    kinds: dict[tuple[str, str, str], list] = {}
+    kinds: dict[tuple[str, ...], list[Graph]] = {}
     for graph in family:
         kinds.setdefault(graph.kind, []).append(graph)
-    smallest = {min(graphs, key=lambda graph: graph.instruction_count).name for graphs in kinds.values()}
+    smallest = {
+        min(graphs, key=lambda graph: (graph.instruction_count, graph.name)).name for graphs in kinds.values()
+    }
     assert len(kinds) == 10 and len(family) > len(smallest)
-    collected = pytester.runpytest_subprocess(*options, "--xlabench-graphs", "control_flow")
-    gates = [line.split("[", 1)[1] for line in collected.stdout.lines if "policy_on_graph[" in line]
-    assert {gate.split("|", 1)[0] for gate in gates} == smallest
-    assert len(gates) == len(smallest) * len(policy_names())
-    rest = pytester.runpytest_subprocess(*options[:-1], "exhaustive", "--xlabench-graphs", "control_flow")
-    exhaustive = [line for line in rest.stdout.lines if "policy_on_graph[" in line]
-    assert len(exhaustive) == (len(family) - len(smallest)) * len(policy_names())  # no -m runs them too
+    tier = gates("-m", "not exhaustive", "--xlabench-graphs", "control_flow")
+    assert {gate.split("|", 1)[0] for gate in tier} == smallest
+    assert len(tier) == len(smallest) * len(policy_names())
+    rest = gates("-m", "exhaustive", "--xlabench-graphs", "control_flow")  # no -m runs them too
+    assert len(rest) == (len(family) - len(smallest)) * len(policy_names())
 
-    # A user's own modules are all gated: they are what the user chose to judge.
+    # What a user names is all gated: their own files, and modules by others (one kind each by config).
     users = tmp_path / "mine"
     users.mkdir()
     for graph in resolve_graphs("gpt2")[:3]:
         (users / f"{graph.name}.hlo").write_text(graph.hlo_text())
-    mine = pytester.runpytest_subprocess(*options, "--xlabench-graphs", str(users))
-    assert len([line for line in mine.stdout.lines if "policy_on_graph[" in line]) == 3 * len(policy_names())
+    assert len(gates("-m", "not exhaustive", "--xlabench-graphs", str(users))) == 3 * len(policy_names())
+    foreign = resolve_graphs("foreign")
+    named = gates("-m", "not exhaustive", "--xlabench-graphs", "foreign")
+    assert len(named) == len(foreign) * len(policy_names())
 
 
 @pytest.mark.slow

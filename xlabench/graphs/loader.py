@@ -20,6 +20,9 @@ from xlabench.graphs import storage
 from xlabench.graphs.suite import SPLITS, families
 
 USER_FAMILY = "user"
+# Config keys that make graphs of one family different architectures: TensorFlow's models, the
+# recurrent cells, the control-flow programs, ResNet's versions and block types.
+ARCHITECTURE = ("model", "cell", "program", "version", "block")
 USER_SPLIT = "user"
 # Longest suffixes first so `x.hlo.gz` is named `x`, not `x.hlo`.
 USER_SUFFIXES: tuple[str, ...] = (".before_optimizations.txt", ".hlo.gz", ".hlo")
@@ -43,18 +46,17 @@ class Graph:
 
     @property
     def kind(self) -> tuple[str, ...]:
-        """What kind of graph it is: family, architecture where a family has several (TensorFlow's
-        models, the recurrent cells, the control-flow programs), mode and dtype ("" where none)."""
-        config = self.config
-        architecture = config.get("model") or config.get("cell") or config.get("program") or ""
-        return tuple(
-            str(part) for part in (self.family, architecture, config.get("mode", ""), config.get("dtype", ""))
-        )
+        """What kind of graph it is: family, architecture where a family has several (`ARCHITECTURE`),
+        mode and dtype ("" where none)."""
+        architecture = "/".join(str(self.config[key]) for key in ARCHITECTURE if key in self.config)
+        parts = (self.family, architecture, self.config.get("mode", ""), self.config.get("dtype", ""))
+        return tuple(str(part) for part in parts)
 
     @property
-    def is_user_file(self) -> bool:
-        """Whether the graph is a user's file (`--xlabench-graphs DIR`), not a suite graph."""
-        return self.family == USER_FAMILY
+    def is_stored_suite_graph(self) -> bool:
+        """Whether the graph is one of the suite's stored graphs (`graphs/data/`): not a module by others
+        (`foreign/`, `synthetic/`) nor a user's file."""
+        return self.path.resolve().parent == storage.DATA_DIR
 
 
 def load_graph_set(directory: Path = storage.DATA_DIR) -> list[Graph]:

@@ -1,1 +1,1 @@
-"""The pytest plugin: every graph x every policy gated against XLA's default pipeline and `baselines/`."""
+"""The pytest plugin: graphs x policies gated against XLA's default pipeline and `baselines/`, in tiers."""

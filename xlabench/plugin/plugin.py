@@ -36,6 +36,7 @@ from xlabench.plugin.gates import (
     runtime_judged,
     split_known,
 )
+from xlabench.plugin.semantics import known_miscompiles
 from xlabench.policies.artifact import (
     gated_graphs,
     policies_directory,
@@ -303,8 +304,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     the stored reproducers of known miscompiles."""
 
     if "xlabench_miscompile" in metafunc.fixturenames:
-        from xlabench.plugin.semantics import known_miscompiles
-
         try:
             known: list[Any] = known_miscompiles(metafunc.config.stash[SETTINGS].baselines)
         except UserInputError as error:
@@ -332,7 +331,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The tiers: a suite gate is smoke when its graph is the smallest of its family for its policy,
-    else slow, and exhaustive when it is not the smallest of its kind either (a user's files never are);
+    else slow, and exhaustive when it is not the smallest of its kind either (only the suite's stored
+    graphs are: a user's files and modules by others never are);
     any other test is smoke unless it is marked slow."""
     smallest: dict[tuple[str, ...], tuple[int, str]] = {}
     for item in items:
@@ -349,7 +349,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         of_family, of_kind = (smallest[key][1] == case.graph.name for key in _tier_keys(case))
         item.add_marker(pytest.mark.smoke if of_family else pytest.mark.slow)
-        if not of_kind and not case.graph.is_user_file:
+        if not of_kind and case.graph.is_stored_suite_graph:  # what a user names is always gated
             item.add_marker(pytest.mark.exhaustive)
 
 
