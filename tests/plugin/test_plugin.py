@@ -87,9 +87,7 @@ def test_a_slowed_executable_fails_the_runtime_gate_under_xdist(pytester, baseli
     pytester.makeconftest(SLOWED)
     # At the default noise (0.5) a 1.5x slowdown is on the edge; a user gating runtimes closely sets it
     # lower. The baseline's ratio is the median of three measurements, 1 s of runs a side each.
-    # One xdist worker: the hand-over from worker to controller is what is tested, and a second worker
-    # would only start up with nothing to run.
-    result = run_suite(pytester, baselines_root, "-n", "1", "--xlabench-runtime-noise", "0.2")
+    result = run_suite(pytester, baselines_root, "-n", "2", "--xlabench-runtime-noise", "0.2")
     result.assert_outcomes(failed=1)
     # The summary table is the controller's, from the verdicts the xdist workers sent.
     result.stdout.fnmatch_lines(
