@@ -3,8 +3,8 @@
 The suite runs on the kept cache, as a user's `pytest -n auto` does: `$XLABENCH_CACHE_DIR` (default
 `~/.cache/xlabench`) holds the transitions, the executables, the Hypothesis database and crash
 reproducers between runs, so the second run of an unchanged compiler is warm. Every cached result is
-keyed by the compiler build (`xlabench.xla.build`): a rebuilt jaxlib or changed worker code starts
-cold by itself. A test that needs an empty cache makes its own (`tmp_path`), and it goes with the test.
+keyed by the compiler build (`xlabench.xla.compilers.build_identity`): a rebuilt jaxlib or changed worker code
+starts cold by itself. A test that needs an empty cache makes its own (`tmp_path`), and it goes with the test.
 
 pytest-xdist workers share the cache, so the transition cache is exercised by several processes at once.
 """
@@ -17,7 +17,7 @@ import pytest
 
 # Added compilers (`xlabench compilers add`, hundreds of MB each) stay where the user's cache keeps them.
 if "XLABENCH_COMPILERS_DIR" not in os.environ:
-    from xlabench.xla.compilers import compilers_directory
+    from xlabench.xla.compilers.named_compilers import compilers_directory
 
     os.environ["XLABENCH_COMPILERS_DIR"] = compilers_directory()
 
@@ -44,7 +44,7 @@ def second_compiler():
     """jaxlib SECOND_RELEASE, added in this run's own folder: once per run, shared by the xdist workers."""
     from filelock import FileLock
 
-    from xlabench.xla.compilers import COMPILERS_DIRECTORY_VARIABLE, add_compiler
+    from xlabench.xla.compilers.named_compilers import COMPILERS_DIRECTORY_VARIABLE, add_compiler
 
     run_directory = os.environ[_RUN_DIRECTORY_VARIABLE]
     with FileLock(os.path.join(run_directory, "compilers.lock")), pytest.MonkeyPatch.context() as patch:

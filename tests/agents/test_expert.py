@@ -22,8 +22,8 @@ from xlabench.agents.train import ENVIRONMENT
 from xlabench.env import PassOrderingEnv
 from xlabench.graphs import resolve_graphs
 from xlabench.xla import HloModule, default_driver
-from xlabench.xla.catalogue import base_pass
-from xlabench.xla.execute import judge_sequence
+from xlabench.xla.compilers.pass_catalogue import base_pass
+from xlabench.xla.driver.execution import judge_sequence
 
 
 def test_the_expert_resumes_xlas_order_after_a_wrong_step():

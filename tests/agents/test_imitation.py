@@ -28,7 +28,7 @@ from xlabench.graphs import resolve_graphs
 from xlabench.policies.artifact import Artifact
 from xlabench.policies.policy import Policy, rollout
 from xlabench.xla import default_driver
-from xlabench.xla.catalogue import base_pass
+from xlabench.xla.compilers.pass_catalogue import base_pass
 
 NORMALIZER = "batched_gather_scatter_normalizer"
 

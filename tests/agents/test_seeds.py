@@ -188,7 +188,7 @@ def test_retrain_writes_nothing_when_every_seed_is_numerically_worse(
     tmp_path, monkeypatch, capsys, small_graph
 ):
     from xlabench.eval import evaluate
-    from xlabench.xla.execute import OutputsVerdict
+    from xlabench.xla.driver.execution import OutputsVerdict
 
     # As if every seed's executable computed output 0 less accurately than XLA's default executable.
     worse = OutputsVerdict(["output 0 (f32[8]): 3 of 8 elements differ, largest difference 0.5"], "test")

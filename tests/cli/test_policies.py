@@ -79,7 +79,7 @@ def test_retrain_writes_a_version_that_eval_and_policies_use(policies_root, tmp_
 @pytest.mark.slow
 def test_retrain_writes_nothing_when_outputs_are_worse_than_the_default(policies_root, monkeypatch, capsys):
     from xlabench.eval import evaluate
-    from xlabench.xla.execute import OutputsVerdict
+    from xlabench.xla.driver.execution import OutputsVerdict
 
     # As if the policy's executable computed output 0 less accurately than XLA's default executable.
     worse = OutputsVerdict(["output 0 (f32[8]): 3 of 8 elements differ, largest difference 0.5"], "test")

@@ -37,7 +37,7 @@ def test_a_pass_is_masked_until_the_pass_it_requires_has_run():
 
 def test_passes_with_nothing_to_rewrite_are_masked_and_would_have_changed_nothing():
     from xlabench.graphs import resolve_graphs
-    from xlabench.xla.catalogue import inapplicable
+    from xlabench.xla.compilers.pass_catalogue import inapplicable
 
     # The smallest GRU graph has no scatter, transpose or sort; the smallest GPT-2 graph has transposes.
     graph = min(resolve_graphs("recurrent"), key=lambda g: g.instruction_count)

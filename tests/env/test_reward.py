@@ -64,7 +64,7 @@ def test_with_xlas_count_as_baseline_the_return_is_the_gain_over_xla(every_step)
 
 def test_an_evaluation_rollout_without_rewards_never_counts_r0(tmp_path):
     from xlabench.xla import PassDriver
-    from xlabench.xla.cache import TransitionCache
+    from xlabench.xla.caches.transition_cache import TransitionCache
 
     passes = ["call-inliner", "algsimp", "cse"]
     counts, calls = {}, {}

@@ -10,7 +10,7 @@ from xlabench.env import PassOrderingEnv
 from xlabench.env.xla_order import OrderCursor, xla_order, xla_order_and_claims
 from xlabench.graphs import resolve_graphs
 from xlabench.xla import default_driver
-from xlabench.xla.catalogue import base_pass
+from xlabench.xla.compilers.pass_catalogue import base_pass
 
 ORDER = ("flatten-call-graph", "dce", "algsimp:fixed-point", "cse", "dce")
 ACTIONS = ["flatten-call-graph", "dce", "algsimp:fixed-point", "algsimp", "cse", "reshape-mover"]

@@ -9,8 +9,8 @@ import pytest
 from conftest import SECOND_RELEASE
 from xlabench.cli import main
 from xlabench.eval.compiler_diff import GraphDiff
-from xlabench.xla.compilers import COMPILERS_DIRECTORY_VARIABLE
-from xlabench.xla.releases import REFERENCE_JAXLIB
+from xlabench.xla.compilers.named_compilers import COMPILERS_DIRECTORY_VARIABLE
+from xlabench.xla.shared.releases import REFERENCE_JAXLIB
 
 GRAPH = "bert-infer-l1-d64-h2-s32-b2-f32"
 

@@ -16,7 +16,7 @@ from xlabench.eval.records import (
     worst_text,
 )
 from xlabench.files import json_bytes
-from xlabench.xla.execute import OutputError
+from xlabench.xla.driver.execution import OutputError
 
 ROOT = Path(__file__).resolve().parents[2]
 EVAL_RESULTS = sorted((ROOT / "baselines" / "search").rglob("results.json"))

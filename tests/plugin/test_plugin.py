@@ -21,7 +21,7 @@ SUITE = (
 # Turns XLA's fusion and parallel task assignment off in the policy's executable only: a deliberately
 # slower executable (1.5x the default's on GRAPH on an idle machine, 2.6x next to another run).
 SLOWED = """
-import xlabench.xla.execute as execute
+import xlabench.xla.driver.execution as execute
 
 _original = execute._sequence_program
 
@@ -246,7 +246,7 @@ def test_the_previous_release_fails_a_gate_and_names_the_pass(
     from pathlib import Path
 
     from conftest import SECOND_RELEASE
-    from xlabench.xla.compilers import COMPILERS_DIRECTORY_VARIABLE
+    from xlabench.xla.compilers.named_compilers import COMPILERS_DIRECTORY_VARIABLE
 
     graph = "bert-infer-l1-d64-h2-s32-b2-f32"
     monkeypatch.setenv("XLABENCH_BASELINES_DIR", str(tmp_path))
@@ -273,7 +273,7 @@ def test_the_previous_release_fails_a_gate_and_names_the_pass(
 def test_an_xla_option_flip_fails_a_gate_and_names_the_pass(pytester, tmp_path, monkeypatch):
     # A variant of the installed compiler with one XLA option flipped: on this bf16 graph XLA's default
     # pipeline counts 54 ops instead of 52 (float-normalization-bf16 keeps more converts).
-    from xlabench.xla.compilers import COMPILERS_DIRECTORY_VARIABLE
+    from xlabench.xla.compilers.named_compilers import COMPILERS_DIRECTORY_VARIABLE
 
     graph = "tensorflow-cnn-infer-l1-d32-b8-bf16"
     monkeypatch.setenv(COMPILERS_DIRECTORY_VARIABLE, str(tmp_path / "compilers"))

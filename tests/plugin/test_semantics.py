@@ -18,7 +18,7 @@ from xlabench.plugin.semantics import (
     semantics_graphs,
 )
 from xlabench.xla import default_driver
-from xlabench.xla.execute import judge_sequence
+from xlabench.xla.driver.execution import judge_sequence
 
 
 def test_covering_sequences_run_every_action_with_its_requirement_first():

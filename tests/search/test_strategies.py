@@ -9,7 +9,7 @@ from xlabench.errors import UserInputError
 from xlabench.graphs import resolve_graphs
 from xlabench.search import beam_search, greedy_search, local_search, random_search
 from xlabench.xla import HloModule, default_driver
-from xlabench.xla.execute import judge_sequence
+from xlabench.xla.driver.execution import judge_sequence
 
 ACTIONS = ["call-inliner", "algsimp", "cse", "dce", "simplify-while-loops", "tuple-simplifier"]
 

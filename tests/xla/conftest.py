@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from xlabench.xla import HloModule, PassDriver
-from xlabench.xla.cache import TransitionCache
+from xlabench.xla.caches.transition_cache import TransitionCache
 
 DATA = Path(__file__).parent / "data"
 

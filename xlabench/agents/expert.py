@@ -17,8 +17,8 @@ import numpy as np
 from xlabench.env.xla_order import xla_order_and_claims
 from xlabench.errors import CompilerError
 from xlabench.xla import HloModule, PassDriver
-from xlabench.xla.catalogue import base_pass
-from xlabench.xla.execute import judge_sequence
+from xlabench.xla.compilers.pass_catalogue import base_pass
+from xlabench.xla.driver.execution import judge_sequence
 
 
 def expert_order(driver: PassDriver, env: Any) -> list[str]:

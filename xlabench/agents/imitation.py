@@ -45,7 +45,7 @@ from xlabench.graphs import resolve_graphs
 from xlabench.graphs.suite import PROGRAM_KEYS
 from xlabench.policies.networks import SUPPORT_KEYS, XLA_NEXT_KEY
 from xlabench.xla import PassDriver
-from xlabench.xla.catalogue import base_pass
+from xlabench.xla.compilers.pass_catalogue import base_pass
 
 
 @dataclass

@@ -55,8 +55,8 @@ from xlabench.graphs import Graph
 from xlabench.policies.artifact import observation_spec
 from xlabench.policies.policy import LOWEST_PAST_XLA_ORDER
 from xlabench.xla import PassDriver, default_driver
-from xlabench.xla.compilers import describe_compiler
-from xlabench.xla.pool import CompilerPool
+from xlabench.xla.compilers.named_compilers import describe_compiler
+from xlabench.xla.compilers.worker_pool import CompilerPool
 
 # The environment every algorithm trains in and the warm start before it: the shipped configuration.
 # The policy sees where the episode stands in XLA's own order on the module (`env/xla_order.py`), and

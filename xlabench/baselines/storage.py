@@ -27,7 +27,7 @@ from xlabench.baselines.records import BaselineEntry, PreviousVersion
 from xlabench.errors import UserInputError
 from xlabench.eval.records import EvaluationRow
 from xlabench.files import checkout_directory, json_bytes, write_atomically
-from xlabench.xla.releases import compiler_title
+from xlabench.xla.shared.releases import compiler_title
 
 FORMAT = 1
 METADATA_FILE = "metadata.json"

@@ -8,7 +8,7 @@ import sys
 from typing import NoReturn
 
 from xlabench.errors import XlabenchError
-from xlabench.xla.compilers import COMPILER_VARIABLE, resolve_compiler
+from xlabench.xla.compilers.named_compilers import COMPILER_VARIABLE, resolve_compiler
 
 
 class OneLineParser(argparse.ArgumentParser):

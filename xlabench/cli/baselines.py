@@ -37,9 +37,9 @@ from xlabench.plugin.gates import KNOWN_GAPS_FILE, judge, load_known_gaps, split
 from xlabench.policies.artifact import gated_graphs, policies_directory, policy_names
 from xlabench.policies.policy import load_policy
 from xlabench.xla import PassDriver
-from xlabench.xla.compilers import describe_compiler, resolve_compiler
-from xlabench.xla.pool import CompilerPool
-from xlabench.xla.releases import compiler_title
+from xlabench.xla.compilers.named_compilers import describe_compiler, resolve_compiler
+from xlabench.xla.compilers.worker_pool import CompilerPool
+from xlabench.xla.shared.releases import compiler_title
 
 if TYPE_CHECKING:  # `xlabench --help` stays quick: the evaluation is imported when a command runs
     from xlabench.baselines.records import PreviousVersion

@@ -12,8 +12,7 @@ from typing import Any
 from xlabench.cli.arguments import NON_NEGATIVE
 from xlabench.errors import CompilerError, UserInputError
 from xlabench.graphs import resolve_graphs
-from xlabench.xla.catalogue import ACTION_SETS, load_catalogue
-from xlabench.xla.compilers import (
+from xlabench.xla.compilers.named_compilers import (
     add_compiler,
     add_python_compiler,
     add_variant_compiler,
@@ -24,10 +23,11 @@ from xlabench.xla.compilers import (
     managed_compilers,
     remove_compiler,
 )
-from xlabench.xla.driver import default_driver
-from xlabench.xla.execute import judge_sequence
-from xlabench.xla.module import HloModule
-from xlabench.xla.releases import supported_range
+from xlabench.xla.compilers.pass_catalogue import ACTION_SETS, load_catalogue
+from xlabench.xla.driver.execution import judge_sequence
+from xlabench.xla.driver.hlo_module import HloModule
+from xlabench.xla.driver.pass_driver import default_driver
+from xlabench.xla.shared.releases import supported_range
 
 
 def register(subparsers: Any) -> None:

@@ -11,8 +11,8 @@ from xlabench.eval.compiler_diff import print_diff, run_compiler_diff, write_dif
 from xlabench.eval.evaluate import DEFAULT_POLICY
 from xlabench.files import write_json
 from xlabench.graphs import resolve_graphs
-from xlabench.xla.compilers import compiler_build, resolve_compiler
-from xlabench.xla.releases import compiler_title
+from xlabench.xla.compilers.named_compilers import compiler_build, resolve_compiler
+from xlabench.xla.shared.releases import compiler_title
 
 
 def register(subparsers: Any) -> None:

@@ -18,8 +18,8 @@ from xlabench.policies.guided import DEFAULT_GUIDED_BUDGET
 from xlabench.policies.policy import load_policy
 from xlabench.search.strategies import DEFAULT_BUDGET, DEFAULT_MAX_LENGTH
 from xlabench.xla import PassDriver
-from xlabench.xla.catalogue import ACTION_SETS, DEFAULT_ACTION_SET
-from xlabench.xla.pool import CompilerPool
+from xlabench.xla.compilers.pass_catalogue import ACTION_SETS, DEFAULT_ACTION_SET
+from xlabench.xla.compilers.worker_pool import CompilerPool
 
 
 def register(subparsers: Any) -> None:

@@ -26,7 +26,7 @@ from xlabench.graphs import resolve_graphs
 from xlabench.policies.artifact import Artifact, check_name, save, seed_statistics_line
 from xlabench.policies.policy import Policy
 from xlabench.xla import PassDriver, default_driver
-from xlabench.xla.pool import CompilerPool
+from xlabench.xla.compilers.worker_pool import CompilerPool
 
 if TYPE_CHECKING:  # `xlabench --help` stays quick: the evaluation is imported when retrain runs
     from xlabench.agents.checkpoint import SeedCheckpoint

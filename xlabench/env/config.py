@@ -20,7 +20,7 @@ class EnvironmentConfig:
     docs/design.md ("Single runs beside the variants", "Passes known to change nothing").
     """
 
-    # Fixed-point variants and single runs of each pass (xlabench.xla.catalogue).
+    # Fixed-point variants and single runs of each pass (xlabench.xla.compilers.pass_catalogue).
     action_set: str = "fixed-point-and-single"
     # XLA's own order on a 3-layer T5 bf16 step changes the module 56 times (reshape-mover alone
     # ~45): with fewer steps a policy cannot reach the default there.

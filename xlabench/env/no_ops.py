@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from xlabench.xla import HloModule, PassDriver
-from xlabench.xla.catalogue import FIXED_POINT_SUFFIX, base_pass, inapplicable
+from xlabench.xla.compilers.pass_catalogue import FIXED_POINT_SUFFIX, base_pass, inapplicable
 
 
 class NoOpMemory:

@@ -6,7 +6,7 @@ import numpy as np
 from gymnasium import spaces
 
 from xlabench.env.starts import COST_FIELDS, GraphStart, cost_vector
-from xlabench.xla.features import ELEMENT_TYPES, OPCODES, Features
+from xlabench.xla.driver.features import ELEMENT_TYPES, OPCODES, Features
 
 
 def observation_space(action_count: int, observe_xla_order: bool = False) -> spaces.Dict:

@@ -52,7 +52,7 @@ from xlabench.env.xla_order import OrderCursor, xla_order_and_claims
 from xlabench.errors import CompilerError, UserInputError
 from xlabench.graphs import Graph, resolve_graphs
 from xlabench.xla import HloModule, PassDriver, default_driver
-from xlabench.xla.catalogue import DEFAULT_ACTION_SET
+from xlabench.xla.compilers.pass_catalogue import DEFAULT_ACTION_SET
 
 ENV_ID = "xlabench/PassOrdering-v0"
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from xlabench.graphs import Graph
 from xlabench.xla import HloModule, PassDriver
-from xlabench.xla.features import Features
+from xlabench.xla.driver.features import Features
 
 COST_FIELDS = ("flops", "transcendentals", "bytes_accessed")
 

@@ -32,8 +32,8 @@ from collections.abc import Callable, Sequence
 
 from xlabench.errors import CompilerError
 from xlabench.xla import HloModule, PassDriver
-from xlabench.xla.catalogue import base_pass
-from xlabench.xla.replay import replay_default_pipeline
+from xlabench.xla.compilers.pass_catalogue import base_pass
+from xlabench.xla.diagnosis.pipeline_replay import replay_default_pipeline
 
 
 def xla_order(driver: PassDriver, module: HloModule, actions: Sequence[str]) -> tuple[str, ...]:
@@ -48,8 +48,8 @@ def xla_order_and_claims(
     """XLA's order on `module` as actions, its claims put at XLA's place, and the claims.
 
     Where that order, followed, counts above XLA's D and the replay of XLA's pipeline pass by pass
-    (`xlabench.xla.replay`) counts lower, the order is the replay's: the passes that changed the
-    module there, in its order (see the module docstring).
+    (`xlabench.xla.diagnosis.pipeline_replay`) counts lower, the order is the replay's: the passes that
+    changed the module there, in its order (see the module docstring).
     """
     target = driver.features(driver.run_default_pipeline(module)).op_count
     changes = [name for _, name in driver.default_pipeline_changes(module)]

@@ -3,8 +3,8 @@
 Per graph, on each compiler: D (XLA's default), the policy's R and sequence, the runtime ratio
 (policy / default executable) and the output buffers. Across the two: whether outputs differ (each
 executable against its counterpart on the other compiler) and, for every graph whose D, R or outputs
-moved, the pass that first made the difference (`xlabench.xla.attribution`). A regression is D or R up
-beyond the tolerance (default 0: op counts are deterministic), or a graph that fails on head only --
+moved, the pass that first made the difference (`xlabench.xla.diagnosis.attribution`). A regression is D or R
+up beyond the tolerance (default 0: op counts are deterministic), or a graph that fails on head only --
 including a policy whose executable computes otherwise than XLA's default there. Outputs that differ
 between the two compilers are reported, not failed: without a higher-precision reference, another
 rounding is not a worse one.
@@ -26,11 +26,11 @@ from xlabench.files import png_bytes, write_atomically
 from xlabench.graphs import Graph
 from xlabench.policies.policy import load_policy
 from xlabench.xla import PassDriver
-from xlabench.xla.attribution import Attribution, attribute_default, attribute_sequence
-from xlabench.xla.compilers import Compiler, describe_compiler
-from xlabench.xla.execute import compare_outputs
-from xlabench.xla.pool import CompilerPool
-from xlabench.xla.releases import UnsupportedCompiler, is_release
+from xlabench.xla.compilers.named_compilers import Compiler, describe_compiler
+from xlabench.xla.compilers.worker_pool import CompilerPool
+from xlabench.xla.diagnosis.attribution import Attribution, attribute_default, attribute_sequence
+from xlabench.xla.driver.execution import compare_outputs
+from xlabench.xla.shared.releases import UnsupportedCompiler, is_release
 
 
 @dataclass

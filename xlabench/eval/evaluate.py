@@ -28,8 +28,8 @@ from xlabench.policies.guided import guided_search
 from xlabench.policies.policy import Policy, rollout
 from xlabench.search import STRATEGIES, SearchResult
 from xlabench.xla import PassDriver
-from xlabench.xla.execute import execute_against_default, judge_outputs, random_inputs
-from xlabench.xla.pool import CompilerPool
+from xlabench.xla.compilers.worker_pool import CompilerPool
+from xlabench.xla.driver.execution import execute_against_default, judge_outputs, random_inputs
 
 SEARCH_PREFIX = "search:"
 DEFAULT_POLICY = "general"

@@ -13,7 +13,7 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any, Generic, TypeVar
 
-from xlabench.xla.execute import OutputError
+from xlabench.xla.driver.execution import OutputError
 
 # A graph lost to XLA's default: vs_default below this (the bar every shipped policy is held to).
 BELOW = 0.98

@@ -28,7 +28,7 @@ from xlabench.graphs.suite import GraphSpec, suite
 
 if TYPE_CHECKING:
     from xlabench.models.common import Program
-from xlabench.xla.module import HloModule
+from xlabench.xla.driver.hlo_module import HloModule
 
 _MODULE_HEADER = re.compile(r"^HloModule [^\s,]+")
 # A Python with TensorFlow, for the family TensorFlow's XLA bridge lowers (xlabench's own has none).
@@ -132,7 +132,7 @@ def _lower_tensorflow(spec: GraphSpec) -> tuple[str, str]:
         last = (run.stderr.strip().splitlines() or ["no output"])[-1]
         raise UserInputError(f"{spec.name}: TensorFlow lowering failed: {last}")
     answer = json.loads(run.stdout)
-    from xlabench.xla import adapter  # jaxlib in this lowering process, as for the jax families
+    from xlabench.xla.worker import adapter  # jaxlib in this lowering process, as for the jax families
 
     module = adapter.module_from_proto(base64.b64decode(answer["proto"]))
     return normalize_hlo(adapter.module_text(module, adapter.print_options()), spec.name), answer["version"]

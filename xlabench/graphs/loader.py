@@ -86,7 +86,7 @@ def user_graph_name(path: Path) -> str:
 
 def load_user_file(path: Path) -> Graph:
     """Parse one user HLO file with XLA and describe it as a `Graph` of family `user`."""
-    from xlabench.xla.module import HloModule
+    from xlabench.xla.driver.hlo_module import HloModule
 
     text = storage.read_hlo(path)
     module = HloModule.from_text(text, source=str(path))

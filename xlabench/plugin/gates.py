@@ -30,7 +30,7 @@ from xlabench.baselines.compare import (
 from xlabench.errors import UserInputError
 from xlabench.eval.evaluate import evaluate_graph
 from xlabench.policies.artifact import policy_names, versions
-from xlabench.xla.releases import compiler_title
+from xlabench.xla.shared.releases import compiler_title
 
 if TYPE_CHECKING:  # the plugin loads with every pytest run: the compiler side is imported when used
     from xlabench.baselines.records import BaselineEntry

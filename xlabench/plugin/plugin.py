@@ -46,10 +46,10 @@ from xlabench.policies.artifact import (
 )
 from xlabench.policies.policy import load_policy
 from xlabench.xla import PassDriver
-from xlabench.xla.attribution import attribute_default, attribute_sequence
-from xlabench.xla.compilers import resolve_compiler
-from xlabench.xla.pool import CompilerPool
-from xlabench.xla.releases import compiler_title
+from xlabench.xla.compilers.named_compilers import resolve_compiler
+from xlabench.xla.compilers.worker_pool import CompilerPool
+from xlabench.xla.diagnosis.attribution import attribute_default, attribute_sequence
+from xlabench.xla.shared.releases import compiler_title
 
 if TYPE_CHECKING:
     from xlabench.baselines.records import BaselineEntry

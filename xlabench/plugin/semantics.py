@@ -33,11 +33,11 @@ from xlabench.baselines.storage import BaselineError, baselines_directory
 from xlabench.errors import CompilerError
 from xlabench.graphs import Graph, resolve_graphs
 from xlabench.xla import PassDriver
-from xlabench.xla.cache import cache_directory
-from xlabench.xla.catalogue import base_pass
-from xlabench.xla.execute import judge_against_unoptimized, judge_sequence, nan_share
-from xlabench.xla.module import HloModule
-from xlabench.xla.reproducers import write_reproducer
+from xlabench.xla.compilers.pass_catalogue import base_pass
+from xlabench.xla.compilers.reproducers import write_reproducer
+from xlabench.xla.driver.execution import judge_against_unoptimized, judge_sequence, nan_share
+from xlabench.xla.driver.hlo_module import HloModule
+from xlabench.xla.shared.cache_directory import cache_directory
 
 if TYPE_CHECKING:  # Hypothesis is imported where a check runs: the plugin loads with every pytest run
     from hypothesis import strategies as st

@@ -28,9 +28,9 @@ import numpy as np
 from xlabench.env.xla_order import xla_order_and_claims
 from xlabench.errors import CompilerError, UserInputError
 from xlabench.xla import HloModule, PassDriver
-from xlabench.xla.catalogue import base_pass, inapplicable
-from xlabench.xla.execute import judge_sequence
-from xlabench.xla.replay import replay_default_pipeline
+from xlabench.xla.compilers.pass_catalogue import base_pass, inapplicable
+from xlabench.xla.diagnosis.pipeline_replay import replay_default_pipeline
+from xlabench.xla.driver.execution import judge_sequence
 
 DEFAULT_BUDGET = 2000
 DEFAULT_MAX_LENGTH = 30

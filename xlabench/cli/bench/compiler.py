@@ -25,12 +25,12 @@ from xlabench.cli.compiler import load_module
 from xlabench.errors import CompilerError, DriverError, UserInputError
 from xlabench.eval.records import WorstGraph, geomean, worst_text
 from xlabench.graphs import resolve_graphs
-from xlabench.xla.catalogue import ACTION_SETS, DEFAULT_ACTION_SET
-from xlabench.xla.driver import PassDriver
-from xlabench.xla.execute import compare_outputs, execute, random_inputs
-from xlabench.xla.module import HloModule
-from xlabench.xla.pool import CompilerPool
-from xlabench.xla.replay import replay_default_pipeline, trace_replay
+from xlabench.xla.compilers.pass_catalogue import ACTION_SETS, DEFAULT_ACTION_SET
+from xlabench.xla.compilers.worker_pool import CompilerPool
+from xlabench.xla.diagnosis.pipeline_replay import replay_default_pipeline, trace_replay
+from xlabench.xla.driver.execution import compare_outputs, execute, random_inputs
+from xlabench.xla.driver.hlo_module import HloModule
+from xlabench.xla.driver.pass_driver import PassDriver
 
 # (family, name fragment) the fuzz run draws from by default: gather/scatter training steps (GPT-2,
 # MoE, GNN), while loops from lax.scan (recurrent), conditionals and while loops (control_flow),

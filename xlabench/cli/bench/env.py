@@ -13,7 +13,7 @@ import numpy as np
 from xlabench.cli.arguments import POSITIVE
 from xlabench.cli.bench.compiler import default_benchmark_graph
 from xlabench.xla import PassDriver
-from xlabench.xla.catalogue import ACTION_SETS, DEFAULT_ACTION_SET
+from xlabench.xla.compilers.pass_catalogue import ACTION_SETS, DEFAULT_ACTION_SET
 
 
 def register(bench_subparsers: Any) -> None:

@@ -25,8 +25,8 @@ from xlabench.cli.bench.compiler import time_each_pass
 from xlabench.errors import UserInputError
 from xlabench.files import write_atomically
 from xlabench.graphs.build import lower_program
-from xlabench.xla.catalogue import ACTION_SETS
-from xlabench.xla.driver import PassDriver
+from xlabench.xla.compilers.pass_catalogue import ACTION_SETS
+from xlabench.xla.driver.pass_driver import PassDriver
 
 DEFAULT_SIZES = (1000, 5000, 20000, 50000)
 # The stack's shape: small layers, so size comes from depth as in a deep model.
