@@ -9,7 +9,7 @@ import pytest
 import torch
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from xlabench.agents.config import ACTIVATION, GAMMA, NET_ARCH
+from xlabench.agents.algorithm_config import ACTIVATION, GAMMA, NET_ARCH
 from xlabench.agents.expert import expert_action, following_dce
 from xlabench.agents.imitation import (
     Demonstrations,

@@ -9,7 +9,7 @@ import pytest
 import torch
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from xlabench.agents.config import hyperparameters_of
+from xlabench.agents.algorithm_config import hyperparameters_of
 from xlabench.agents.train import ENVIRONMENT, WARM_START, Validation, build_model, make_environment, train
 from xlabench.env import PassOrderingEnv
 from xlabench.graphs import resolve_graphs

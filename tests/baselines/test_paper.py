@@ -21,7 +21,7 @@ from xlabench.baselines.paper import (
 )
 from xlabench.cli import main
 from xlabench.errors import UserInputError
-from xlabench.graphs.suite import suite
+from xlabench.graphs.suite_definition import suite
 
 ROOT = Path(__file__).resolve().parents[2]
 BASELINES = ROOT / "baselines"

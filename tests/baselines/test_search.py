@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from xlabench.baselines.baseline_store import write
 from xlabench.baselines.search import (
     GUIDED_SHARE_GOAL,
     SEARCH_DIR,
@@ -15,9 +16,8 @@ from xlabench.baselines.search import (
     load_search_baselines,
     search_table,
 )
-from xlabench.baselines.storage import write
 from xlabench.cli import main
-from xlabench.eval.records import EvaluationRow, figure, summarize
+from xlabench.eval.evaluation_records import EvaluationRow, figure, summarize
 
 
 def test_the_table_has_a_row_per_stored_strategy_and_budget_with_its_geomean():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.commands import interrupt_after
-from xlabench.baselines import storage
+from xlabench.baselines import baseline_store
 from xlabench.cli.retrain import _previous_starts
 
 
@@ -28,7 +28,7 @@ def test_ctrl_c_leaves_the_last_good_version_untouched(small_graph, tmp_path):
 
 
 def test_the_warm_start_may_start_from_the_stored_version():
-    stored = storage.load("general")
+    stored = baseline_store.load("general")
     previous, starts = _previous_starts("general", "tensorflow")
     assert previous == stored.policy and starts
     assert {name: list(sequence) for name, sequence in starts.items()} == {

@@ -165,7 +165,7 @@ def test_eval_judges_outputs_by_the_rule_search_and_the_plugin_use(tmp_path):
 
 
 def test_a_graph_whose_outputs_differ_is_counted_and_named_in_the_report():
-    from xlabench.eval.records import EvaluationRow, summarize
+    from xlabench.eval.evaluation_records import EvaluationRow, summarize
     from xlabench.eval.report import markdown
 
     stored = {"name": "g", "family": "f", "I": 10, "D": 8, "R": 8, "vs_default": 1.0, "reduction_ratio": 1.0,
@@ -187,7 +187,7 @@ def test_a_graph_whose_outputs_differ_is_counted_and_named_in_the_report():
 
 
 def test_graphs_below_the_bar_and_graphs_left_unoptimized_are_counted():
-    from xlabench.eval.records import EvaluationRow, summarize
+    from xlabench.eval.evaluation_records import EvaluationRow, summarize
     from xlabench.eval.report import markdown
 
     def row(name, i, d, r):

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from xlabench.graphs import Graph, resolve_graphs, storage
-from xlabench.graphs.suite import FRAMEWORKS, GraphSpec, suite
+from xlabench.graphs.suite_definition import FRAMEWORKS, GraphSpec, suite
 
 
 @pytest.fixture(scope="session")

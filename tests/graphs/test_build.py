@@ -11,7 +11,7 @@ import jax
 import pytest
 
 from xlabench.graphs import Graph, build, resolve_graphs, storage
-from xlabench.graphs.suite import GraphSpec, suite
+from xlabench.graphs.suite_definition import GraphSpec, suite
 
 LOWERED = (
     "HloModule jit_step, entry_computation_layout={(f32[2]{0})->f32[2]{0}}\n\n"

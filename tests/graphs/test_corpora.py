@@ -9,19 +9,19 @@ from pathlib import Path
 import pytest
 
 from xlabench.errors import UserInputError
-from xlabench.graphs import resolve_graphs, storage
+from xlabench.graphs import graph_sets, resolve_graphs
 from xlabench.graphs.build import SOURCES_NAME, corpus_sources, index_corpus
 
 
-@pytest.mark.parametrize("corpus", sorted(storage.CORPORA))
+@pytest.mark.parametrize("corpus", sorted(graph_sets.CORPORA))
 def test_the_manifest_is_the_files_as_stored_with_their_sources(corpus):
-    directory = storage.CORPORA[corpus]
+    directory = graph_sets.CORPORA[corpus]
     graphs = resolve_graphs(corpus)
     sources = corpus_sources(directory)
     # Every stored module is in the manifest, unchanged since (sha256 of its bytes), with its source.
     assert sorted(g.path.name for g in graphs) == sorted(p.name for p in directory.glob("*.hlo"))
     for graph in graphs:
-        assert storage.text_sha256(graph.path.read_bytes().decode()) == graph.sha256, graph.name
+        assert graph_sets.text_sha256(graph.path.read_bytes().decode()) == graph.sha256, graph.name
         assert graph.config == sources[graph.name] and graph.family == sources[graph.name]["producer"]
         assert graph.split == corpus and graph.instruction_count >= 1
 
@@ -48,7 +48,7 @@ def test_corpus_specs_select_by_producer_and_by_name():
 
 def test_a_corpus_file_without_a_source_row_is_refused(tmp_path):
     directory = tmp_path / "mine"
-    shutil.copytree(storage.CORPORA["synthetic"], directory)
+    shutil.copytree(graph_sets.CORPORA["synthetic"], directory)
     (directory / "unsourced.hlo").write_bytes((directory / "opt-barrier.hlo").read_bytes())
     with pytest.raises(UserInputError, match="unsourced.hlo: no row in"):
         index_corpus(directory)
@@ -63,8 +63,8 @@ def test_a_corpus_file_without_a_source_row_is_refused(tmp_path):
 
 def test_a_corpus_indexes_to_the_manifest_it_ships_with(tmp_path):
     directory = tmp_path / "synthetic"
-    shutil.copytree(storage.CORPORA["synthetic"], directory)
-    (directory / storage.MANIFEST_NAME).unlink()
+    shutil.copytree(graph_sets.CORPORA["synthetic"], directory)
+    (directory / graph_sets.MANIFEST_NAME).unlink()
     index_corpus(directory)
-    stored = Path(storage.CORPORA["synthetic"]) / storage.MANIFEST_NAME
-    assert (directory / storage.MANIFEST_NAME).read_text() == stored.read_text()
+    stored = Path(graph_sets.CORPORA["synthetic"]) / graph_sets.MANIFEST_NAME
+    assert (directory / graph_sets.MANIFEST_NAME).read_text() == stored.read_text()

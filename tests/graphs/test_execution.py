@@ -9,13 +9,13 @@ import jax
 import pytest
 
 from tests.graphs.conftest import smallest_graphs
-from xlabench.graphs import resolve_graphs, storage
-from xlabench.graphs.suite import suite
+from xlabench.graphs import graph_sets, resolve_graphs
+from xlabench.graphs.suite_definition import suite
 from xlabench.models import tensorflow_models
 from xlabench.xla.driver.execution import execute, random_inputs
 from xlabench.xla.driver.hlo_module import HloModule
 
-STORED_NAMES = [entry["name"] for entry in storage.read_manifest(storage.DATA_DIR)["graphs"]]
+STORED_NAMES = [entry["name"] for entry in graph_sets.read_manifest(graph_sets.DATA_DIR)["graphs"]]
 SPECS = {spec.name: spec for spec in suite()}
 
 

@@ -14,7 +14,7 @@ import pytest
 from xlabench.errors import UserInputError
 from xlabench.graphs import Graph, resolve_graphs, storage
 from xlabench.graphs.build import build
-from xlabench.graphs.suite import SPLITS, suite
+from xlabench.graphs.suite_definition import SPLITS, suite
 
 
 def test_selectors_partition_the_suite(stored_graphs: list[Graph]) -> None:

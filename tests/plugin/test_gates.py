@@ -6,9 +6,9 @@ import dataclasses
 
 import pytest
 
-from xlabench.baselines.records import BaselineEntry
+from xlabench.baselines.baseline_records import BaselineEntry
 from xlabench.errors import UserInputError
-from xlabench.eval.records import EvaluationRow
+from xlabench.eval.evaluation_records import EvaluationRow
 from xlabench.plugin.gates import (
     GEOMEAN_MIN_GATES,
     KnownGap,

@@ -30,7 +30,7 @@ def policies_root(tmp_path, monkeypatch):
 
 def run_metadata(name: str, actions: list[str] | None = None) -> dict:
     """Metadata as `xlabench retrain` writes it, for a model that was not trained."""
-    from xlabench.agents.config import ACTIVATION, NET_ARCH
+    from xlabench.agents.algorithm_config import ACTIVATION, NET_ARCH
     from xlabench.agents.train import ENVIRONMENT
     from xlabench.env.observation import observation_space
     from xlabench.policies.artifact import observation_spec

@@ -72,7 +72,7 @@ def _untrained_weights(action_count: int) -> dict:
     """The state dict of an untrained network for `action_count` actions, as retrain would save it."""
     from gymnasium import spaces
 
-    from xlabench.agents.config import ACTIVATION, NET_ARCH
+    from xlabench.agents.algorithm_config import ACTIVATION, NET_ARCH
     from xlabench.env.observation import observation_space
     from xlabench.policies.networks import policy_class, policy_kwargs
 

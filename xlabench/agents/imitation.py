@@ -39,10 +39,10 @@ from xlabench.agents.expert import (
     with_tries,
 )
 from xlabench.env import PassOrderingEnv
-from xlabench.env.config import EnvironmentConfig
+from xlabench.env.environment_config import EnvironmentConfig
 from xlabench.errors import CompilerError
 from xlabench.graphs import resolve_graphs
-from xlabench.graphs.suite import PROGRAM_KEYS
+from xlabench.graphs.suite_definition import PROGRAM_KEYS
 from xlabench.policies.networks import SUPPORT_KEYS, XLA_NEXT_KEY
 from xlabench.xla import PassDriver
 from xlabench.xla.compilers.pass_catalogue import base_pass
@@ -88,7 +88,7 @@ class Demonstrations:
 Step = tuple[dict[str, np.ndarray], np.ndarray, int]
 
 # How the demonstrations and DAgger's labels are made, by whether XLA's order is observed: a resumed
-# run (`xlabench.agents.checkpoint`) trained by another scheme is not the same run. Change on change.
+# run (`xlabench.agents.retrain_checkpoint`) trained by another scheme is not the same run. Change on change.
 EXPERT = {
     True: "followed xla_next; DAgger off the path: xla_next",
     False: "effective order, tries (try_share), single runs",

@@ -1,7 +1,7 @@
 """Train a pass-ordering policy with stable-baselines3 / sb3-contrib.
 
-The configuration is in `xlabench.agents.config` (hyperparameters, warm start) and
-`xlabench.env.config` (the environment). Read this file top to bottom: how the
+The configuration is in `xlabench.agents.algorithm_config` (hyperparameters, warm start) and
+`xlabench.env.environment_config` (the environment). Read this file top to bottom: how the
 vectorised environments are built (one compiler worker per environment process, all sharing the
 transition cache, so revisited states cost nothing), the progress bar, and `train`.
 
@@ -30,7 +30,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from xlabench.agents.config import (
+from xlabench.agents.algorithm_config import (
     ACTIVATION,
     GAMMA,
     NET_ARCH,
@@ -49,7 +49,7 @@ from xlabench.agents.imitation import (
 from xlabench.agents.wrappers import CostShaping
 from xlabench.cluster import connect
 from xlabench.env import PassOrderingEnv
-from xlabench.env.config import EnvironmentConfig
+from xlabench.env.environment_config import EnvironmentConfig
 from xlabench.env.observation import observation_space
 from xlabench.graphs import Graph
 from xlabench.policies.artifact import observation_spec
@@ -85,7 +85,8 @@ ROLLOUT = {"stop": LOWEST_PAST_XLA_ORDER}
 class TrainingRun:
     """What `train` returns: the model, and how the run went."""
 
-    model: Any  # None for a run read back from a checkpoint (`xlabench.agents.checkpoint`): only its weights
+    # None for a run read back from a checkpoint (`xlabench.agents.retrain_checkpoint`): only its weights
+    model: Any
     algorithm: str
     hyperparameters: AlgorithmConfig
     environment: EnvironmentConfig

@@ -18,9 +18,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from xlabench.baselines.storage import BaselineError, load
+from xlabench.baselines.baseline_store import BaselineError, load
 from xlabench.errors import UserInputError
-from xlabench.graphs.suite import SPLITS, suite
+from xlabench.graphs.suite_definition import SPLITS, suite
 
 # What the paper reports over XLA's default phase ordering (its abstract: "improvement in operation
 # count reduction"), per selection label.

@@ -16,8 +16,8 @@ from xlabench.baselines.paper import (
     load_policy_rows,
     load_search_results,
 )
-from xlabench.eval.compare import load_result
-from xlabench.eval.records import BELOW, Summary, figure, summarize
+from xlabench.eval.comparison_report import load_result
+from xlabench.eval.evaluation_records import BELOW, Summary, figure, summarize
 
 SEARCH_DIR = Path(__file__).resolve().parents[2] / "baselines" / "search"
 STRATEGIES = ("replay", "local", "greedy", "beam", "random", "guided")

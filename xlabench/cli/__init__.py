@@ -24,20 +24,20 @@ def build_parser() -> argparse.ArgumentParser:
     from xlabench.cli import advise as advise_cli
     from xlabench.cli import baselines as baselines_cli
     from xlabench.cli import compare as compare_cli
-    from xlabench.cli import compiler as compiler_cli
+    from xlabench.cli import compilers as compilers_cli
     from xlabench.cli import compilers_diff as compilers_diff_cli
     from xlabench.cli import eval as eval_cli
     from xlabench.cli import graphs as graphs_cli
     from xlabench.cli import interactive as interactive_cli
     from xlabench.cli import policies as policies_cli
     from xlabench.cli import retrain as retrain_cli
-    from xlabench.cli.bench import compiler as compiler_bench
+    from xlabench.cli.bench import driver as driver_bench
     from xlabench.cli.bench import env as env_bench
     from xlabench.cli.bench import scaling as scaling_bench
 
     parser = OneLineParser(prog="xlabench", description=__doc__)  # its subcommands' parsers too
     subparsers = parser.add_subparsers(dest="command", required=True)
-    compiler_cli.register(subparsers)
+    compilers_cli.register(subparsers)
     graphs_cli.register(subparsers)
     eval_cli.register(subparsers)
     compare_cli.register(subparsers)
@@ -48,12 +48,12 @@ def build_parser() -> argparse.ArgumentParser:
     advise_cli.register(subparsers)
     bench = subparsers.add_parser("bench", help="benchmarks that print figures (speed, robustness)")
     bench_subparsers = bench.add_subparsers(dest="benchmark", required=True)
-    compiler_bench.register(bench_subparsers)
+    driver_bench.register(bench_subparsers)
     scaling_bench.register(bench_subparsers)
     env_bench.register(bench_subparsers)
     compilers = subparsers.add_parser("compilers", help="other jaxlib releases side by side: add, list, diff")
     compilers_subparsers = compilers.add_subparsers(dest="compilers_command", required=True)
-    compiler_cli.register_compilers(compilers_subparsers)
+    compilers_cli.register_compilers(compilers_subparsers)
     compilers_diff_cli.register(compilers_subparsers)
     for command in COMPILING_COMMANDS:
         for leaf in _leaf_parsers(subparsers.choices[command]):

@@ -1,4 +1,5 @@
-"""`xlabench advise`: a policy advises a compiler speaking MLGO's protocol (`xlabench.interactive.advise`)."""
+"""`xlabench advise`: a policy advises a compiler speaking MLGO's protocol
+(`xlabench.interactive.advisor`)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import argparse
 from typing import Any
 
 from xlabench.cli.arguments import seconds
-from xlabench.interactive.advise import advise
+from xlabench.interactive.advisor import advise
 from xlabench.interactive.serve import DEFAULT_TIMEOUT
 
 

@@ -8,7 +8,7 @@ import statistics
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from xlabench.baselines.compare import (
+from xlabench.baselines.baseline_diff import (
     MIN_RUN_SECONDS,
     MORE_OPS,
     REGRESSIONS,
@@ -20,6 +20,7 @@ from xlabench.baselines.compare import (
     summary,
     text_table,
 )
+from xlabench.baselines.baseline_store import baselines_directory, load, made_with, previous_versions, write
 from xlabench.baselines.search import (
     SEARCH_DIR,
     captured_shares,
@@ -27,7 +28,6 @@ from xlabench.baselines.search import (
     search_table,
     shares_table,
 )
-from xlabench.baselines.storage import baselines_directory, load, made_with, previous_versions, write
 from xlabench.cli.arguments import POSITIVE, seconds
 from xlabench.errors import UserInputError
 from xlabench.eval.evaluate import evaluate_graphs
@@ -42,8 +42,8 @@ from xlabench.xla.compilers.worker_pool import CompilerPool
 from xlabench.xla.shared.releases import compiler_title
 
 if TYPE_CHECKING:  # `xlabench --help` stays quick: the evaluation is imported when a command runs
-    from xlabench.baselines.records import PreviousVersion
-    from xlabench.eval.records import EvaluationRow
+    from xlabench.baselines.baseline_records import PreviousVersion
+    from xlabench.eval.evaluation_records import EvaluationRow
 
 # A stored runtime ratio is what every later run is held to: time it longer than a gate does ...
 BASELINE_RUN_SECONDS = 4 * MIN_RUN_SECONDS

@@ -1,4 +1,4 @@
-"""`xlabench compare`: eval results and policy versions side by side (`xlabench.eval.compare`)."""
+"""`xlabench compare`: eval results and policy versions side by side (`xlabench.eval.comparison_report`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 from typing import Any
 
 from xlabench.agents.seeds import performance_profiles_figure
-from xlabench.eval import compare
+from xlabench.eval import comparison_report
 from xlabench.files import write_atomically
 
 
@@ -35,17 +35,19 @@ def register(subparsers: Any) -> None:
 def run_compare(args: argparse.Namespace) -> int:
     """Load every result, write report.md, report.png (training_curves.png), print the table."""
 
-    documents = compare.load_results(args.results)
-    seed_runs = [runs for path in args.results if (runs := compare.load_seed_runs(path))]
+    documents = comparison_report.load_results(args.results)
+    seed_runs = [runs for path in args.results if (runs := comparison_report.load_seed_runs(path))]
     os.makedirs(args.report, exist_ok=True)
-    table = compare.markdown(args.title, documents, seed_runs)
+    table = comparison_report.markdown(args.title, documents, seed_runs)
     write_atomically(os.path.join(args.report, "report.md"), table.encode())
     if documents:
-        write_atomically(os.path.join(args.report, "report.png"), compare.plot(args.title, documents))
-    curves = compare.plot_curves(documents)
+        write_atomically(
+            os.path.join(args.report, "report.png"), comparison_report.plot(args.title, documents)
+        )
+    curves = comparison_report.plot_curves(documents)
     if curves is not None:
         write_atomically(os.path.join(args.report, "training_curves.png"), curves)
-    for spec, group in compare.by_selection(seed_runs).items():
+    for spec, group in comparison_report.by_selection(seed_runs).items():
         figure = performance_profiles_figure(
             {run.label: run.matrix() for run in group}, f"{args.title}: {spec}"
         )

@@ -8,9 +8,16 @@ from typing import Any
 
 from xlabench.cli.arguments import POSITIVE
 from xlabench.errors import UserInputError
-from xlabench.eval.checkpoint import Checkpoint
 from xlabench.eval.evaluate import DEFAULT_POLICY, SEARCH_STRATEGIES, evaluate_graphs, resolve_strategy
-from xlabench.eval.records import BELOW, LEFT_UNOPTIMIZED, EvaluationRow, Summary, summarize, worst_text
+from xlabench.eval.evaluation_checkpoint import Checkpoint
+from xlabench.eval.evaluation_records import (
+    BELOW,
+    LEFT_UNOPTIMIZED,
+    EvaluationRow,
+    Summary,
+    summarize,
+    worst_text,
+)
 from xlabench.eval.report import write_report
 from xlabench.files import write_json
 from xlabench.graphs import resolve_graphs

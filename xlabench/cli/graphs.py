@@ -12,9 +12,9 @@ from typing import Any
 from xlabench.cli.arguments import POSITIVE
 from xlabench.errors import UserInputError
 from xlabench.graphs import build as builder
-from xlabench.graphs import storage
+from xlabench.graphs import graph_sets
 from xlabench.graphs.loader import Graph, resolve_graphs
-from xlabench.graphs.suite import SPLITS, GraphSpec, families, suite
+from xlabench.graphs.suite_definition import SPLITS, GraphSpec, families, suite
 
 # Upper bounds of the size-histogram bins (instructions); the last bin is open-ended.
 HISTOGRAM_BOUNDS: tuple[int, ...] = (250, 500, 1000, 2000, 3000, 4000, 5000)
@@ -32,7 +32,7 @@ def register(subparsers: Any) -> None:
     build.add_argument(
         "--out",
         type=Path,
-        default=storage.DATA_DIR,
+        default=graph_sets.DATA_DIR,
         help="output directory (default: the package's stored suite)",
     )
     build.add_argument("--jobs", type=POSITIVE, default=builder.default_jobs(), help="worker processes")

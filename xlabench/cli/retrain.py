@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from xlabench.agents.config import ALGORITHMS, AlgorithmConfig, hyperparameters_of
+from xlabench.agents.algorithm_config import ALGORITHMS, AlgorithmConfig, hyperparameters_of
 from xlabench.agents.seeds import (
     SEED_SCORES_FORMAT,
     SeedScores,
@@ -20,7 +20,7 @@ from xlabench.agents.seeds import (
 from xlabench.cli.arguments import NON_NEGATIVE, POSITIVE
 from xlabench.errors import UserInputError
 from xlabench.eval.evaluate import evaluate_graphs
-from xlabench.eval.records import summarize
+from xlabench.eval.evaluation_records import summarize
 from xlabench.files import write_json
 from xlabench.graphs import resolve_graphs
 from xlabench.policies.artifact import Artifact, check_name, save, seed_statistics_line
@@ -29,8 +29,8 @@ from xlabench.xla import PassDriver, default_driver
 from xlabench.xla.compilers.worker_pool import CompilerPool
 
 if TYPE_CHECKING:  # `xlabench --help` stays quick: the evaluation is imported when retrain runs
-    from xlabench.agents.checkpoint import SeedCheckpoint
-    from xlabench.eval.records import EvaluationRow, Summary
+    from xlabench.agents.retrain_checkpoint import SeedCheckpoint
+    from xlabench.eval.evaluation_records import EvaluationRow, Summary
 
 DEFAULT_STEPS = 20_000
 # Timed runs of each executable in retrain's evaluation: it executes to judge outputs; the runtime ratio
@@ -58,14 +58,14 @@ def register(subparsers: Any) -> None:
         "--reward-baseline",
         choices=("unoptimized", "default"),
         help="measure the return against the raw module's count or XLA's default count "
-        "(default: the environment's, `EnvironmentConfig` in xlabench/env/config.py)",
+        "(default: the environment's, `EnvironmentConfig` in xlabench/env/environment_config.py)",
     )
     parser.add_argument(
         "--set",
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="replace one of the algorithm's hyperparameters (HYPERPARAMETERS in xlabench/agents/config.py), "
+        help="replace one of the algorithm's hyperparameters (HYPERPARAMETERS in xlabench/agents/algorithm_config.py), "
         "e.g. --set ent_coef=0.01; repeatable, stored in the policy's metadata",
     )
     parser.add_argument(
@@ -140,8 +140,8 @@ def run_retrain(args: argparse.Namespace) -> int:
     (op counts, and outputs executed and judged against XLA's default: `judge_outputs`), then save
     atomically -- unless some graph's outputs are numerically worse than the default's: then nothing is
     written."""
-    from xlabench.agents.checkpoint import SeedCheckpoint
     from xlabench.agents.imitation import EXPERT
+    from xlabench.agents.retrain_checkpoint import SeedCheckpoint
     from xlabench.agents.train import ENVIRONMENT, WARM_START, Validation, package_versions, train
 
     check_name(args.name)  # before hours of training, not after
@@ -294,9 +294,9 @@ def run_retrain(args: argparse.Namespace) -> int:
 def _previous_starts(name: str, graphs: str) -> tuple[str, dict[str, tuple[str, ...]]]:
     """The version before (the label of `name`'s stored baselines) and its stored sequences on the
     training graphs: what the new version is held to."""
-    from xlabench.baselines import storage
+    from xlabench.baselines import baseline_store
 
-    stored = storage.load(name)
+    stored = baseline_store.load(name)
     if stored is None:
         return "", {}
     starts = {}

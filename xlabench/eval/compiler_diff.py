@@ -21,7 +21,7 @@ from typing import Any
 
 from xlabench.errors import CompilerError, DriverError, UserInputError
 from xlabench.eval.evaluate import evaluate_graph
-from xlabench.eval.records import EvaluationRow
+from xlabench.eval.evaluation_records import EvaluationRow
 from xlabench.files import png_bytes, write_atomically
 from xlabench.graphs import Graph
 from xlabench.policies.policy import load_policy

@@ -20,8 +20,8 @@ from typing import Any
 
 from xlabench.cluster import connect
 from xlabench.errors import CompilerError, DriverError, UserInputError
-from xlabench.eval.checkpoint import Checkpoint
-from xlabench.eval.records import BothExecutables, EvaluationRow
+from xlabench.eval.evaluation_checkpoint import Checkpoint
+from xlabench.eval.evaluation_records import BothExecutables, EvaluationRow
 from xlabench.graphs import Graph
 from xlabench.policies.artifact import Artifact, policy_names
 from xlabench.policies.guided import guided_search

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import os
 
-from xlabench.eval.records import BELOW, LEFT_UNOPTIMIZED, EvaluationRow, Summary, figure, worst_text
+from xlabench.eval.evaluation_records import (
+    BELOW,
+    LEFT_UNOPTIMIZED,
+    EvaluationRow,
+    Summary,
+    figure,
+    worst_text,
+)
 from xlabench.files import png_bytes, write_atomically
 
 

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from xlabench.errors import UserInputError
 from xlabench.files import write_atomically
-from xlabench.graphs import storage
-from xlabench.graphs.suite import GraphSpec, suite
+from xlabench.graphs import graph_sets
+from xlabench.graphs.suite_definition import GraphSpec, suite
 
 if TYPE_CHECKING:
     from xlabench.models.common import Program
@@ -147,14 +147,14 @@ def _entry(spec: GraphSpec, text: str, op_count: int, version: str) -> dict[str,
         "family": spec.family,
         "split": spec.split,
         "config": spec.config,
-        "file": spec.name + storage.GRAPH_SUFFIX,
+        "file": spec.name + graph_sets.GRAPH_SUFFIX,
         "instruction_count": op_count,
-        "sha256": storage.text_sha256(text),
+        "sha256": graph_sets.text_sha256(text),
         **versions,
     }
 
 
-def build(specs: Iterable[GraphSpec], directory: Path = storage.DATA_DIR, jobs: int = 1) -> BuildReport:
+def build(specs: Iterable[GraphSpec], directory: Path = graph_sets.DATA_DIR, jobs: int = 1) -> BuildReport:
     """Lower `specs` into `directory`, merging with entries of other suite graphs already recorded there.
 
     Entries for graphs no longer in the suite are dropped and their files removed.
@@ -171,19 +171,19 @@ def build(specs: Iterable[GraphSpec], directory: Path = storage.DATA_DIR, jobs: 
         lowered = [_lower_with_version(spec) for spec in specs]
 
     entries: dict[str, dict[str, Any]] = {}
-    if (directory / storage.MANIFEST_NAME).exists():
+    if (directory / graph_sets.MANIFEST_NAME).exists():
         suite_names = {spec.name for spec in suite()}
-        previous = storage.read_manifest(directory)["graphs"]
+        previous = graph_sets.read_manifest(directory)["graphs"]
         entries = {entry["name"]: entry for entry in previous if entry["name"] in suite_names}
     for spec, (text, jax_version) in zip(specs, lowered, strict=True):
         # Counting parses the text with XLA (in xlabench.xla's own worker), which also validates it.
         op_count = HloModule.from_text(text, source=spec.name).op_count
-        write_atomically(directory / (spec.name + storage.GRAPH_SUFFIX), storage.compress_hlo(text))
+        write_atomically(directory / (spec.name + graph_sets.GRAPH_SUFFIX), graph_sets.compress_hlo(text))
         entries[spec.name] = _entry(spec, text, op_count, jax_version)
-    storage.write_manifest(directory, list(entries.values()))
+    graph_sets.write_manifest(directory, list(entries.values()))
 
     kept_files = {entry["file"] for entry in entries.values()}
-    for stale in directory.glob("*" + storage.GRAPH_SUFFIX):
+    for stale in directory.glob("*" + graph_sets.GRAPH_SUFFIX):
         if stale.name not in kept_files:
             stale.unlink()
     stored = sum(path.stat().st_size for path in directory.iterdir() if path.is_file())
@@ -247,7 +247,7 @@ def index_corpus(directory: Path) -> list[dict[str, Any]]:
         name = path.name.removesuffix(CORPUS_SUFFIX)
         if name not in sources:
             raise UserInputError(f"{path}: no row in {directory / SOURCES_NAME}")
-        text = storage.read_hlo(path)
+        text = graph_sets.read_hlo(path)
         entries.append(
             {
                 "name": name,
@@ -256,7 +256,7 @@ def index_corpus(directory: Path) -> list[dict[str, Any]]:
                 "config": sources[name],
                 "file": path.name,
                 "instruction_count": HloModule.from_text(text, source=str(path)).op_count,
-                "sha256": storage.text_sha256(text),
+                "sha256": graph_sets.text_sha256(text),
             }
         )
     unknown = sorted(set(sources) - {entry["name"] for entry in entries})
@@ -264,7 +264,7 @@ def index_corpus(directory: Path) -> list[dict[str, Any]]:
         raise UserInputError(
             f"{directory / SOURCES_NAME} lists files that are not there: {', '.join(unknown)}"
         )
-    storage.write_manifest(directory, entries)
+    graph_sets.write_manifest(directory, entries)
     return entries
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from xlabench.errors import UserInputError
-from xlabench.graphs import storage
-from xlabench.graphs.suite import SPLITS, families
+from xlabench.graphs import graph_sets
+from xlabench.graphs.suite_definition import SPLITS, families
 
 USER_FAMILY = "user"
 # Config keys that make graphs of one family different architectures: TensorFlow's models, the
@@ -42,7 +42,7 @@ class Graph:
 
     def hlo_text(self) -> str:
         """The graph's HLO text (decompressed if stored gzipped)."""
-        return storage.read_hlo(self.path)
+        return graph_sets.read_hlo(self.path)
 
     @property
     def kind(self) -> tuple[str, ...]:
@@ -56,12 +56,12 @@ class Graph:
     def is_stored_suite_graph(self) -> bool:
         """Whether the graph is one of the suite's stored graphs (`graphs/data/`): not a module by others
         (`foreign/`, `synthetic/`) nor a user's file."""
-        return self.path.resolve().parent == storage.DATA_DIR
+        return self.path.resolve().parent == graph_sets.DATA_DIR
 
 
-def load_graph_set(directory: Path = storage.DATA_DIR) -> list[Graph]:
+def load_graph_set(directory: Path = graph_sets.DATA_DIR) -> list[Graph]:
     """All graphs recorded in `directory/manifest.json`, sorted by name."""
-    manifest = storage.read_manifest(directory)
+    manifest = graph_sets.read_manifest(directory)
     return [
         Graph(
             name=entry["name"],
@@ -88,7 +88,7 @@ def load_user_file(path: Path) -> Graph:
     """Parse one user HLO file with XLA and describe it as a `Graph` of family `user`."""
     from xlabench.xla.driver.hlo_module import HloModule
 
-    text = storage.read_hlo(path)
+    text = graph_sets.read_hlo(path)
     module = HloModule.from_text(text, source=str(path))
     return Graph(
         name=user_graph_name(path),
@@ -97,7 +97,7 @@ def load_user_file(path: Path) -> Graph:
         config={},
         path=path,
         instruction_count=module.op_count,
-        sha256=storage.text_sha256(text),
+        sha256=graph_sets.text_sha256(text),
     )
 
 
@@ -116,7 +116,7 @@ def _user_directory(directory: Path) -> list[Graph]:
 
 def _from_path(path: Path) -> list[Graph]:
     if path.is_dir():
-        if (path / storage.MANIFEST_NAME).exists():
+        if (path / graph_sets.MANIFEST_NAME).exists():
             return load_graph_set(path)
         return _user_directory(path)
     return [load_user_file(path)]
@@ -142,8 +142,8 @@ def resolve_graphs(spec: str) -> list[Graph]:
             union.update((graph.name, graph) for graph in resolve_graphs(part.strip()))
         return list(union.values())
     split, colon, family = spec.partition(":")
-    if split in storage.CORPORA:
-        corpus = load_graph_set(storage.CORPORA[split])
+    if split in graph_sets.CORPORA:
+        corpus = load_graph_set(graph_sets.CORPORA[split])
         selected = [g for g in corpus if not colon or g.family == family]
         if not selected:
             known = ", ".join(sorted({g.family for g in corpus}))
@@ -158,14 +158,16 @@ def resolve_graphs(spec: str) -> list[Graph]:
         graphs = load_graph_set()
         selected = [g for g in graphs if spec == "all" or g.split == spec or g.family == spec]
         if not selected:
-            raise UserInputError(f"no graphs for {spec!r} in {storage.DATA_DIR}; run `xlabench graphs build`")
+            raise UserInputError(
+                f"no graphs for {spec!r} in {graph_sets.DATA_DIR}; run `xlabench graphs build`"
+            )
         return selected
     path = Path(spec).expanduser()
     if _exists(path):
         return _from_path(path)
     by_name = {g.name: g for g in load_graph_set()}
     if spec not in by_name:  # a corpus graph's name, or a near miss of any name
-        for directory in storage.CORPORA.values():
+        for directory in graph_sets.CORPORA.values():
             by_name.update((g.name, g) for g in load_graph_set(directory))
     if spec in by_name:
         return [by_name[spec]]

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from xlabench.env import PassOrderingEnv
-from xlabench.env.config import EnvironmentConfig
+from xlabench.env.environment_config import EnvironmentConfig
 from xlabench.errors import UserInputError
 from xlabench.graphs import resolve_graphs
 from xlabench.interactive.protocol import (

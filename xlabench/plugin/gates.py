@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from xlabench.baselines.compare import (
+from xlabench.baselines.baseline_diff import (
     MIN_RUN_SECONDS,
     Tolerances,
     default_fastest_ms,
@@ -33,8 +33,8 @@ from xlabench.policies.artifact import policy_names, versions
 from xlabench.xla.shared.releases import compiler_title
 
 if TYPE_CHECKING:  # the plugin loads with every pytest run: the compiler side is imported when used
-    from xlabench.baselines.records import BaselineEntry
-    from xlabench.eval.records import EvaluationRow
+    from xlabench.baselines.baseline_records import BaselineEntry
+    from xlabench.eval.evaluation_records import EvaluationRow
     from xlabench.graphs import Graph
     from xlabench.policies.policy import Policy
     from xlabench.xla import PassDriver

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from xlabench.baselines.compare import MIN_RUN_SECONDS, Tolerances
-from xlabench.baselines.storage import baselines_directory, load, made_with
+from xlabench.baselines.baseline_diff import MIN_RUN_SECONDS, Tolerances
+from xlabench.baselines.baseline_store import baselines_directory, load, made_with
 from xlabench.errors import CompilerError, DriverError, UserInputError
-from xlabench.eval.records import figure
+from xlabench.eval.evaluation_records import figure
 from xlabench.files import write_json
 from xlabench.graphs import resolve_graphs
 from xlabench.plugin.benchmarks import Benchmarks
@@ -52,8 +52,8 @@ from xlabench.xla.diagnosis.attribution import attribute_default, attribute_sequ
 from xlabench.xla.shared.releases import compiler_title
 
 if TYPE_CHECKING:
-    from xlabench.baselines.records import BaselineEntry
-    from xlabench.eval.records import EvaluationRow
+    from xlabench.baselines.baseline_records import BaselineEntry
+    from xlabench.eval.evaluation_records import EvaluationRow
 
 PROPERTY_VERDICT = "xlabench-verdict"
 PROPERTY_COVERAGE = "xlabench-coverage"

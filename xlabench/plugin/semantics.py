@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from xlabench.baselines.storage import BaselineError, baselines_directory
+from xlabench.baselines.baseline_store import BaselineError, baselines_directory
 from xlabench.errors import CompilerError
 from xlabench.graphs import Graph, resolve_graphs
 from xlabench.xla import PassDriver

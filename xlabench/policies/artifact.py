@@ -28,7 +28,7 @@ from typing import Any
 from xlabench.errors import UserInputError
 from xlabench.files import checkout_directory, write_atomically, write_json
 from xlabench.graphs import Graph, resolve_graphs
-from xlabench.graphs.suite import SPLITS, is_staged
+from xlabench.graphs.suite_definition import SPLITS, is_staged
 
 FORMAT = 1
 WEIGHTS_FILE = "weights.safetensors"

@@ -54,7 +54,7 @@ class Policy:
         import torch
         from gymnasium import spaces
 
-        from xlabench.env.config import EnvironmentConfig
+        from xlabench.env.environment_config import EnvironmentConfig
         from xlabench.env.observation import observation_space
         from xlabench.policies.networks import NoOptimizer, policy_class, policy_kwargs, use_torch_threads
 
@@ -175,7 +175,7 @@ def load_policy(reference: str, driver: PassDriver, root: Path | None = None) ->
     compiler lacks are masked, those it adds are not offered (`Policy.action_match`). Refused, in one
     line, is only what cannot be served: a corrupt file, or observations its network cannot take.
     """
-    from xlabench.env.config import EnvironmentConfig
+    from xlabench.env.environment_config import EnvironmentConfig
     from xlabench.env.observation import observation_space
 
     metadata = read_metadata(resolve(reference, root))

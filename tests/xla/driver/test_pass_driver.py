@@ -155,7 +155,7 @@ def test_a_required_pass_can_be_applied_alone(fresh_driver, mixed_module):
 
 
 def test_malformed_text_raises_user_input_error_naming_the_line(tmp_path):
-    # Empty files and bad paths: tests/cli/test_compiler.py, as a user meets them.
+    # Empty files and bad paths: tests/cli/test_compilers.py, as a user meets them.
     path = tmp_path / "bad.hlo"
     path.write_text("HloModule m\n\nENTRY e {\n  ROOT x = f32[] nonsense()\n}\n")
     with pytest.raises(UserInputError, match="line 4"):

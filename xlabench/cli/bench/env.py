@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from xlabench.cli.arguments import POSITIVE
-from xlabench.cli.bench.compiler import default_benchmark_graph
+from xlabench.cli.bench.driver import default_benchmark_graph
 from xlabench.xla import PassDriver
 from xlabench.xla.compilers.pass_catalogue import ACTION_SETS, DEFAULT_ACTION_SET
 

@@ -9,7 +9,7 @@ import haiku as hk
 import jax
 
 from xlabench.models.common import Program
-from xlabench.models.haiku_models.program import classifier_program, set_precision
+from xlabench.models.haiku_models.haiku_program import classifier_program, set_precision
 
 # MobileNetV1's 13 separable blocks: strides, and channels at width multiplier 1 (divided below).
 _STRIDES = (1, 2, 1, 2, 1, 2, 1, 1, 1, 1, 1, 2, 1)

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 
 from xlabench.models import training
 from xlabench.models.common import Program
-from xlabench.models.haiku_models.program import abstract_init, set_precision
+from xlabench.models.haiku_models.haiku_program import abstract_init, set_precision
 
 
 class ResidualStack(hk.Module):

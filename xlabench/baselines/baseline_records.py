@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from xlabench.eval.records import EvaluationRow
+from xlabench.eval.evaluation_records import EvaluationRow
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from xlabench.agents.config import AlgorithmConfig
+from xlabench.agents.algorithm_config import AlgorithmConfig
 from xlabench.agents.train import TrainingRun
-from xlabench.env.config import EnvironmentConfig
+from xlabench.env.environment_config import EnvironmentConfig
 from xlabench.errors import UserInputError, differing_settings
 from xlabench.files import json_bytes, write_atomically
 

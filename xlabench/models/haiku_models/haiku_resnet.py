@@ -9,7 +9,7 @@ import haiku as hk
 import jax
 
 from xlabench.models.common import Program
-from xlabench.models.haiku_models.program import classifier_program, set_precision
+from xlabench.models.haiku_models.haiku_program import classifier_program, set_precision
 
 
 def make_program(config: dict[str, Any]) -> Program:

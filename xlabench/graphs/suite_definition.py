@@ -99,7 +99,7 @@ _FAMILIES: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
     # Model-library families (`xlabench.models.flax_models`, `haiku_models`, `equinox_models`): the
     # libraries' own layers and networks, optax optimizers, mixed bf16 as each library sets it.
     "flax_resnet": (
-        "flax_models.resnet",
+        "flax_models.flax_resnet",
         (("mode", ""), ("block", ""), ("stages", "n"), ("width", "w"), ("image", "i"), ("batch", "b")),
     ),
     "flax_efficientnet": (
@@ -119,7 +119,7 @@ _FAMILIES: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
         (("mode", ""), ("depths", "n"), ("width", "w"), ("image", "i"), ("batch", "b")),
     ),
     "nnx_transformer": (
-        "flax_models.transformer",
+        "flax_models.nnx_transformer",
         (
             ("mode", ""),
             ("layers", "l"),
@@ -131,7 +131,7 @@ _FAMILIES: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
         ),
     ),  # fmt: skip
     "haiku_resnet": (
-        "haiku_models.resnet",
+        "haiku_models.haiku_resnet",
         (
             ("mode", ""),
             ("version", ""),
@@ -159,7 +159,7 @@ _FAMILIES: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
         ),
     ),  # fmt: skip
     "eqx_transformer": (
-        "equinox_models.transformer",
+        "equinox_models.eqx_transformer",
         (("mode", ""), ("layers", "l"), ("width", "d"), ("heads", "h"), ("seq", "s"), ("batch", "b")),
     ),
     "eqx_unet": (

@@ -7,7 +7,7 @@ from collections import Counter
 from typing import Any
 
 from xlabench.graphs import Graph
-from xlabench.graphs.suite import (
+from xlabench.graphs.suite_definition import (
     SPLITS,
     UNSEEN_FAMILIES,
     GraphSpec,

@@ -11,8 +11,8 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from xlabench.baselines.records import BaselineEntry, PreviousVersion
-from xlabench.eval.records import EvaluationRow, figure
+from xlabench.baselines.baseline_records import BaselineEntry, PreviousVersion
+from xlabench.eval.evaluation_records import EvaluationRow, figure
 
 # Each executable runs at least this long in all (beyond the repeats): small ones need many runs.
 MIN_RUN_SECONDS = 0.25

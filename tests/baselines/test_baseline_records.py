@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from xlabench.baselines.records import BaselineEntry, PreviousVersion
-from xlabench.eval.records import EvaluationRow
+from xlabench.baselines.baseline_records import BaselineEntry, PreviousVersion
+from xlabench.eval.evaluation_records import EvaluationRow
 from xlabench.files import json_bytes
 
 ROOT = Path(__file__).resolve().parents[2]

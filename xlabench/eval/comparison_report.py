@@ -27,7 +27,7 @@ import numpy as np
 
 from xlabench.agents.seeds import SEED_SCORES_FORMAT, SeedScores, probability_of_improvement, statistics
 from xlabench.errors import UserInputError
-from xlabench.eval.records import BELOW, EvaluationRow, figure, summarize, worst_text
+from xlabench.eval.evaluation_records import BELOW, EvaluationRow, figure, summarize, worst_text
 from xlabench.files import png_bytes
 
 

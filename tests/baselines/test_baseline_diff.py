@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from xlabench.baselines.compare import Comparison, Tolerances, counts, markdown_table, text_table
-from xlabench.baselines.records import BaselineEntry
-from xlabench.eval.records import EvaluationRow
+from xlabench.baselines.baseline_diff import Comparison, Tolerances, counts, markdown_table, text_table
+from xlabench.baselines.baseline_records import BaselineEntry
+from xlabench.eval.evaluation_records import EvaluationRow
 
 STORED = BaselineEntry.from_json(
     {"name": "g", "R": 100, "runtime_ratio": 1.0, "sequence": ["algsimp", "cse"]}

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from xlabench.baselines.records import BaselineEntry, PreviousVersion
+from xlabench.baselines.baseline_records import BaselineEntry, PreviousVersion
 from xlabench.errors import UserInputError
-from xlabench.eval.records import EvaluationRow
+from xlabench.eval.evaluation_records import EvaluationRow
 from xlabench.files import checkout_directory, json_bytes, write_atomically
 from xlabench.xla.shared.releases import compiler_title
 

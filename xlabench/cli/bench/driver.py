@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xlabench.cli.arguments import NON_NEGATIVE, POSITIVE
-from xlabench.cli.compiler import load_module
+from xlabench.cli.compilers import load_module
 from xlabench.errors import CompilerError, DriverError, UserInputError
-from xlabench.eval.records import WorstGraph, geomean, worst_text
+from xlabench.eval.evaluation_records import WorstGraph, geomean, worst_text
 from xlabench.graphs import resolve_graphs
 from xlabench.xla.compilers.pass_catalogue import ACTION_SETS, DEFAULT_ACTION_SET
 from xlabench.xla.compilers.worker_pool import CompilerPool

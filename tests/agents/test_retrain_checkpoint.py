@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from xlabench.agents import train as train_module
-from xlabench.agents.checkpoint import SeedCheckpoint
+from xlabench.agents.retrain_checkpoint import SeedCheckpoint
 from xlabench.cli import main
 from xlabench.cli import retrain as retrain_module
 from xlabench.errors import UserInputError
@@ -94,7 +94,7 @@ def test_a_checkpoint_of_other_settings_is_refused_in_one_line_before_training(
 def test_a_changed_weights_file_is_refused(tmp_path, small_graph):
     import torch
 
-    from xlabench.agents.config import hyperparameters_of
+    from xlabench.agents.algorithm_config import hyperparameters_of
     from xlabench.agents.train import ENVIRONMENT, TrainingRun
 
     hyperparameters = hyperparameters_of("ppo")

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 
 from xlabench.models import training
 from xlabench.models.common import Program
-from xlabench.models.equinox_models.program import program
+from xlabench.models.equinox_models.eqx_program import program
 
 
 class Block(eqx.Module):

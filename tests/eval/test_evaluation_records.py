@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from xlabench.eval.records import (
+from xlabench.eval.evaluation_records import (
     EvaluationRow,
     Summary,
     SummaryPart,

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from xlabench.errors import UserInputError, differing_settings
-from xlabench.eval.records import EvaluationRow
+from xlabench.eval.evaluation_records import EvaluationRow
 from xlabench.files import write_json
 
 FORMAT = "xlabench-eval-checkpoint-1"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from xlabench.env.config import EnvironmentConfig
+from xlabench.env.environment_config import EnvironmentConfig
 from xlabench.errors import UserInputError
 
 POLICIES = Path(__file__).parents[2] / "policies"

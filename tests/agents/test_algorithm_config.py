@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from xlabench.agents.config import ALGORITHMS, hyperparameters_of
+from xlabench.agents.algorithm_config import ALGORITHMS, hyperparameters_of
 
 SHIPPED = Path(__file__).parents[2] / "policies" / "general"
 

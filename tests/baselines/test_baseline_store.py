@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from xlabench.baselines.records import PreviousVersion
-from xlabench.baselines.storage import BaselineError, load, write
-from xlabench.eval.records import EvaluationRow
+from xlabench.baselines.baseline_records import PreviousVersion
+from xlabench.baselines.baseline_store import BaselineError, load, write
+from xlabench.eval.evaluation_records import EvaluationRow
 
 STORED_ROWS = [
     {"name": "g1", "family": "f", "I": 10, "D": 8, "R": 8, "vs_default": 1.0, "runtime_ratio": 1.01,
