@@ -166,3 +166,12 @@ def test_the_command_line_starts_without_the_heavy_dependencies():
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "", f"the CLI imports {result.stdout.strip()} at startup"
+
+
+def test_no_two_modules_share_a_name():
+    """A module's name says what it is for: `compare.py` in three packages says nothing."""
+    stems: dict[str, list[str]] = {}
+    for path in ROOT.rglob("*.py"):
+        if path.name not in ("__init__.py", "__main__.py"):
+            stems.setdefault(path.stem, []).append(path.relative_to(ROOT).as_posix())
+    assert {stem: paths for stem, paths in stems.items() if len(paths) > 1} == {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import replace
 
 import numpy as np
@@ -22,7 +23,10 @@ from xlabench.policies.networks import (
 from xlabench.xla import default_driver
 
 
-def test_ppo_trains_the_steps_asked_and_a_seed_repeats_it(small_graph):
+def test_ppo_trains_the_steps_asked_and_a_seed_repeats_it(small_graph, tmp_path, monkeypatch):
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
     first = train(algorithm="ppo", graphs=small_graph, steps=128, seed=3, environments=1, progress=False)
     again = train(algorithm="ppo", graphs=small_graph, steps=128, seed=3, environments=1, progress=False)
     trained_actions = default_driver().catalogue.action_passes(ENVIRONMENT.action_set)
@@ -37,6 +41,8 @@ def test_ppo_trains_the_steps_asked_and_a_seed_repeats_it(small_graph):
     made_with = first.metadata("p", default_driver())["compiler"]
     assert made_with["name"] == made_with["jaxlib"] == default_driver().jaxlib_version
     assert made_with["kind"] == "installed" and made_with["xla_flags"] == [] and made_with["build"]
+    # Without a log directory, stable-baselines3's logger leaves no `SB3-<date>` folder behind.
+    assert list(temp.iterdir()) == []
 
 
 def test_validation_rollouts_leave_training_as_it_would_be_without_them(small_graph):

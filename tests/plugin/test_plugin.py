@@ -35,6 +35,14 @@ execute._sequence_program = _without_fusion
 """
 
 
+def _left_by_finished_processes() -> set[str]:
+    """Worker dump folders in /dev/shm whose owning process no longer runs."""
+    shm = Path("/dev/shm")
+    names = [path.name for path in shm.glob("xlabench-worker-*")] if shm.is_dir() else []
+    owners = {name: name.split("-")[2] for name in names}
+    return {name for name, pid in owners.items() if pid.isdigit() and not Path(f"/proc/{pid}").exists()}
+
+
 @pytest.fixture(scope="module")
 def baselines_root(tmp_path_factory):
     """Baselines of the shipped general policy on GRAPH, stored by `xlabench baselines update`."""
@@ -127,8 +135,15 @@ def test_an_unknown_graph_or_pass_is_a_usage_error(pytester, baselines_root):
 
 
 @pytest.mark.slow
-def test_runtimes_are_saved_and_compared_by_pytest_benchmark_under_xdist(pytester, baselines_root):
+def test_runtimes_are_saved_and_compared_by_pytest_benchmark_under_xdist(
+    pytester, baselines_root, monkeypatch
+):
     storage = pytester.path / "benchmarks"
+    # The runs' temp directory, to see what they leave behind there (nothing).
+    temp = pytester.path / "temp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    scratch_before = _left_by_finished_processes()
     options = ("-n", "1", f"--benchmark-storage=file://{storage}")  # one worker: one gate to run
     first = run_suite(pytester, baselines_root, "--benchmark-autosave", *options)
     first.assert_outcomes(passed=1)
@@ -157,6 +172,9 @@ def test_runtimes_are_saved_and_compared_by_pytest_benchmark_under_xdist(pyteste
         check=True,
     )
     assert GRAPH in listed.stdout
+    # Nothing of xlabench's (worker logs, dump folders, SB3 loggers) left in the temp directories.
+    assert sorted(path.name for path in temp.iterdir()) == []
+    assert _left_by_finished_processes() - scratch_before == set()
 
     # A reference whose executable ran 10x faster than this one does: the default rule fails the run.
     # (Absolute run times drift up to 2x between runs on a shared machine -- docs/measurements.md --

@@ -213,13 +213,20 @@ def build_model(
     common = {"gamma": GAMMA, "seed": seed, "tensorboard_log": logdir, "verbose": 0, "device": "cpu"}
     model_class = {"a2c": A2C, "dqn": MaskedDQN, "trpo": TRPO}.get(algorithm, AnchoredMaskablePPO)
     follows = XLA_NEXT_KEY in getattr(env.observation_space, "spaces", {})
-    return model_class(
+    model = model_class(
         policy_class(algorithm, follows_xla_order=follows),
         env,
         policy_kwargs=policy_kwargs(list(NET_ARCH), ACTIVATION),
         **config.model_arguments(),
         **common,
     )
+    if logdir is None:
+        # Without a log directory SB3 would log to a new `SB3-<date>` folder in the temp directory,
+        # left behind by every run: a logger that writes nowhere instead.
+        from stable_baselines3.common.logger import Logger
+
+        model.set_logger(Logger(folder=None, output_formats=[]))
+    return model
 
 
 def progress_callback(total_steps: int) -> Any:

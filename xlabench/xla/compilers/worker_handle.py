@@ -1,9 +1,13 @@
 """A compiler worker process seen from its caller: start it, call a registered function, read its stderr.
 
 The worker (`python -m xlabench.xla.worker`) runs only the functions of
-`xlabench.xla.worker.registry.REGISTRY`. Its stderr (where XLA logs and CHECK failures go) goes to a file, so
-a crash comes back as an exit code plus the tail of that file. The pool of such workers is
-`xlabench.xla.compilers.worker_pool`.
+`xlabench.xla.worker.registry.REGISTRY`. Its stderr (where XLA logs and CHECK failures go) goes to a
+file under the cache directory (`worker-logs/`), so a crash comes back as an exit code plus the tail of
+that file. The pool of such workers is `xlabench.xla.compilers.worker_pool`.
+
+Nothing is left behind: a worker's log and scratch folder go when it is closed, a log is cut back when
+it grows past `LOG_LIMIT_BYTES`, and what the workers of a killed process left (it could not clean up)
+goes when the next process starts one. Both names carry the owning process's id for that.
 """
 
 from __future__ import annotations
@@ -20,10 +24,15 @@ import time
 from multiprocessing.connection import Connection
 from typing import Any
 
+from xlabench.xla.shared.cache_directory import cache_directory
 from xlabench.xla.shared.failures import CompilerFailure, DriverFailure, TransientFailure
 from xlabench.xla.shared.releases import UnsupportedCompiler
 
 _STDERR_TAIL_BYTES = 4000
+# A worker's log is emptied before a call once it is this large: the tail a failure reports is the
+# call's own output, so nothing older is needed.
+LOG_LIMIT_BYTES = 1 << 20
+_PREFIX = "xlabench-worker-"
 # XLA prints a banner of INFO lines per process; keep worker logs to warnings and worse.
 _WORKER_ENVIRONMENT = {"TF_CPP_MIN_LOG_LEVEL": "1", "JAX_PLATFORMS": "cpu"}
 _DROPPED_VARIABLES = ("XLA_FLAGS", "TF_XLA_FLAGS")
@@ -38,10 +47,60 @@ def _inherited_environment() -> dict[str, str]:
     return {key: value for key, value in os.environ.items() if key not in _DROPPED_VARIABLES}
 
 
-def _new_scratch_directory() -> str:
-    """A fresh directory for one worker's dumps, in memory when /dev/shm exists."""
-    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
-    return tempfile.mkdtemp(prefix="xlabench-worker-", dir=base)
+def _scratch_base() -> str:
+    """Where workers' dump folders go: in memory when /dev/shm exists, else the temp directory."""
+    if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
+        return "/dev/shm"
+    return tempfile.gettempdir()
+
+
+def log_directory() -> str:
+    """Where worker logs go: `worker-logs/` in the cache directory, or the temp directory when that
+    cannot be written (a cache that cannot be written runs without; the log is removed on close)."""
+    path = os.path.join(cache_directory(), "worker-logs")
+    with contextlib.suppress(OSError):
+        os.makedirs(path, exist_ok=True)
+    return path if os.access(path, os.W_OK) else tempfile.gettempdir()
+
+
+def _process_running(pid: int) -> bool:
+    """Whether a process with this id exists (one of another user's counts as running)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def remove_left_behind(directory: str) -> list[str]:
+    """Remove the logs and scratch folders in `directory` whose owning process no longer runs; their names."""
+    removed = []
+    with contextlib.suppress(OSError):
+        for name in os.listdir(directory):
+            owner = name[len(_PREFIX) :].split("-")[0] if name.startswith(_PREFIX) else ""
+            if not owner.isdigit() or _process_running(int(owner)):
+                continue
+            path = os.path.join(directory, name)
+            if os.path.isdir(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+            removed.append(name)
+    return removed
+
+
+_swept: set[str] = set()
+
+
+def _sweep_once() -> None:
+    """Once per process: remove what the workers of processes that no longer run left behind."""
+    for directory in (log_directory(), _scratch_base()):
+        if directory not in _swept:
+            _swept.add(directory)
+            remove_left_behind(directory)
 
 
 def _worker_python_path(scratch_directory: str, python: str | None, inherited: str | None) -> str:
@@ -90,10 +149,15 @@ class Worker:
     """One compiler process and its pipe."""
 
     def __init__(self, environment: dict[str, str] | None = None, python: str | None = None) -> None:
-        descriptor, self.stderr_path = tempfile.mkstemp(prefix="xlabench-worker-", suffix=".log")
+        _sweep_once()
+        owned = f"{_PREFIX}{os.getpid()}-"
+        descriptor, self.stderr_path = tempfile.mkstemp(prefix=owned, suffix=".log", dir=log_directory())
+        # Appended to, so that the log can be emptied between calls (`LOG_LIMIT_BYTES`).
+        os.close(descriptor)
+        descriptor = os.open(self.stderr_path, os.O_WRONLY | os.O_APPEND)
         # The worker's dump folders live in this directory, owned (and removed) by the parent, so a
         # killed worker leaves nothing behind.
-        self.scratch_directory = _new_scratch_directory()
+        self.scratch_directory = tempfile.mkdtemp(prefix=owned, dir=_scratch_base())
         parent_socket, child_socket = socket.socketpair()
         settings = {**_inherited_environment(), **_WORKER_ENVIRONMENT, **(environment or {})}
         settings["XLABENCH_SCRATCH_DIR"] = self.scratch_directory
@@ -120,6 +184,10 @@ class Worker:
         was abandoned (an interrupted caller) is read and dropped, never taken for this answer.
         """
         log_offset = os.path.getsize(self.stderr_path)
+        if log_offset > LOG_LIMIT_BYTES:
+            with contextlib.suppress(OSError):
+                os.truncate(self.stderr_path, 0)
+                log_offset = 0
         request_id = next(self._request_ids)
         deadline = time.monotonic() + timeout
         try:
