@@ -70,9 +70,7 @@ from xlabench.xla.compilers.worker_pool import CompilerPool
 # made a worse candidate on val (measurements.md, 2026-12-06).
 # A pass the policy leaves out of XLA's order no longer holds the cursor (`xla_order_skip`): dropping
 # `tree_reduction_rewriter` on an LSTM training step in bf16 left every later step a departure from it.
-ENVIRONMENT = EnvironmentConfig(
-    observe_xla_order=True, max_steps=128, reward_baseline="default", xla_order_skip=1
-)
+ENVIRONMENT = EnvironmentConfig()  # the shipped policy's, which are the defaults
 # No tries: the expert follows `xla_next` (`xlabench.agents.imitation.EXPERT`), which shows none.
 WARM_START = WarmStartConfig(per_family=1, group_by="kind", improve_budget=100, try_share=None)
 # How a version's rollout ends (`xlabench.policies.policy.STOP_RULES`): past XLA's order, on the lowest

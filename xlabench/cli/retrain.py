@@ -65,8 +65,9 @@ def register(subparsers: Any) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="replace one of the algorithm's hyperparameters (HYPERPARAMETERS in xlabench/agents/algorithm_config.py), "
-        "e.g. --set ent_coef=0.01; repeatable, stored in the policy's metadata",
+        help="replace one of the algorithm's hyperparameters (HYPERPARAMETERS in "
+        "xlabench/agents/algorithm_config.py), e.g. --set ent_coef=0.01; repeatable, stored in the policy's "
+        "metadata",
     )
     parser.add_argument(
         "--validate-every",

@@ -1,7 +1,10 @@
 """The pass-ordering environment, registered with gymnasium as `xlabench/PassOrdering-v0`.
 
 import gymnasium, xlabench.env
-env = gymnasium.make("xlabench/PassOrdering-v0", graphs="train", action_set="all", max_steps=30)
+env = gymnasium.make("xlabench/PassOrdering-v0", graphs="train")
+
+Its defaults are the shipped policy's environment (`EnvironmentConfig`); another policy's is
+`PassOrderingEnv(**load_policy(name).environment.to_json())`.
 """
 
 import gymnasium

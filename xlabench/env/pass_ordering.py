@@ -44,6 +44,7 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
+from xlabench.env.environment_config import EnvironmentConfig
 from xlabench.env.no_ops import NoOpMemory
 from xlabench.env.observation import observation, observation_space
 from xlabench.env.reward import RewardCounter
@@ -52,9 +53,10 @@ from xlabench.env.xla_order import OrderCursor, xla_order_and_claims
 from xlabench.errors import CompilerError, UserInputError
 from xlabench.graphs import Graph, resolve_graphs
 from xlabench.xla import HloModule, PassDriver, default_driver
-from xlabench.xla.compilers.pass_catalogue import DEFAULT_ACTION_SET
 
 ENV_ID = "xlabench/PassOrdering-v0"
+# The environment's defaults are the shipped policy's (`EnvironmentConfig`): one source for both.
+SHIPPED = EnvironmentConfig()
 
 
 class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
@@ -65,20 +67,20 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
     def __init__(
         self,
         graphs: str | Sequence[Graph] = "train",
-        action_set: str = DEFAULT_ACTION_SET,
-        max_steps: int = 30,
-        error_penalty: float = 0.01,
+        action_set: str = SHIPPED.action_set,
+        max_steps: int = SHIPPED.max_steps,
+        error_penalty: float = SHIPPED.error_penalty,
         actions: list[str] | None = None,
         driver: PassDriver | None = None,
         render_mode: str | None = None,
-        count_every_step: bool = True,
+        count_every_step: bool = SHIPPED.count_every_step,
         rewards: bool = True,
-        mask_inapplicable: bool = False,
+        mask_inapplicable: bool = SHIPPED.mask_inapplicable,
         skip_known_no_ops: bool = True,
         mask_missing_actions: bool = False,
-        reward_baseline: str = "unoptimized",
-        observe_xla_order: bool = False,
-        xla_order_skip: int = 0,
+        reward_baseline: str = SHIPPED.reward_baseline,
+        observe_xla_order: bool = SHIPPED.observe_xla_order,
+        xla_order_skip: int = SHIPPED.xla_order_skip,
     ) -> None:
         if max_steps < 1:
             raise UserInputError(f"max_steps must be at least 1, not {max_steps}")

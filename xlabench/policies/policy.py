@@ -66,6 +66,7 @@ class Policy:
             environment = EnvironmentConfig.from_json(metadata["environment"])
         except UserInputError as error:  # a policy made by a newer xlabench: name the policy
             raise PolicyError(f"{artifact.path}: {error}") from None
+        self.environment = environment  # the settings it was trained in: `PassOrderingEnv(**...to_json())`
         self.max_steps = environment.max_steps
         self.mask_inapplicable = environment.mask_inapplicable
         self.observe_xla_order = environment.observe_xla_order
