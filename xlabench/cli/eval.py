@@ -3,30 +3,22 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from typing import Any
 
 from xlabench.cli.arguments import POSITIVE
-from xlabench.errors import UserInputError
-from xlabench.eval.evaluate import DEFAULT_POLICY, SEARCH_STRATEGIES, evaluate_graphs, resolve_strategy
-from xlabench.eval.evaluation_checkpoint import Checkpoint
+from xlabench.eval.evaluate import DEFAULT_POLICY, evaluate
 from xlabench.eval.evaluation_records import (
     BELOW,
     LEFT_UNOPTIMIZED,
     EvaluationRow,
     Summary,
-    summarize,
     worst_text,
 )
 from xlabench.eval.report import write_report
 from xlabench.files import write_json
-from xlabench.graphs import resolve_graphs
 from xlabench.policies.guided import DEFAULT_GUIDED_BUDGET
-from xlabench.policies.policy import load_policy
 from xlabench.search.strategies import DEFAULT_BUDGET, DEFAULT_MAX_LENGTH
-from xlabench.xla import PassDriver
 from xlabench.xla.compilers.pass_catalogue import ACTION_SETS, DEFAULT_ACTION_SET
-from xlabench.xla.compilers.worker_pool import CompilerPool
 
 
 def register(subparsers: Any) -> None:
@@ -77,97 +69,30 @@ def register(subparsers: Any) -> None:
 
 def run_eval(args: argparse.Namespace) -> int:
     """Evaluate every graph of the SPEC in parallel; print the table, write JSON and report on success."""
-
-    strategy = resolve_strategy(args.policy)
-    if args.budget is not None and strategy not in SEARCH_STRATEGIES:
-        raise UserInputError(
-            f"--budget is the compiler calls a search may spend; {args.policy or DEFAULT_POLICY} does not "
-            "search (search:random|greedy|beam|local|guided do)"
-        )
-    graphs = resolve_graphs(args.graphs)
-    pool = CompilerPool(size=args.workers)
-    driver = PassDriver(pool=pool)
-    if args.budget is not None:
-        budget = args.budget
-    else:
-        budget = DEFAULT_GUIDED_BUDGET if strategy == "guided" else DEFAULT_BUDGET
-    options: dict[str, Any] = {"budget": budget, "max_length": args.max_length}
-    if strategy in SEARCH_STRATEGIES and strategy != "guided":
-        options["actions"] = driver.catalogue.action_passes(args.actions)
-    if strategy == "random":
-        options["seed"] = args.seed
-    if strategy == "beam":
-        options["width"] = args.width
-    label = args.policy or DEFAULT_POLICY
-    if strategy in SEARCH_STRATEGIES and strategy != "guided":
-        label = f"{label} ({budget} calls)"  # the same strategy at two budgets: two rows in `compare`
-    action_match = None
-    try:
-        if strategy == "guided":
-            options["policy"] = load_policy(args.guide, driver)
-            label = f"{label} ({options['policy'].label}, {budget} calls)"
-        if strategy == "policy":
-            options["policy"] = load_policy(label, driver)
-            label = options["policy"].label
-            action_match = options["policy"].action_match(driver)
-            if action_match.changed:
-                print(action_match.note())
-        runtime = not args.no_runtime
-        checkpoint = None
-        if args.checkpoint:
-            checkpoint = Checkpoint(args.checkpoint, _run_description(args, strategy, options, driver))
-            resumed = sum(checkpoint.finished(graph.name) is not None for graph in graphs)
-            if resumed:
-                print(f"resuming: {resumed} of {len(graphs)} graphs already finished in {args.checkpoint}")
-        rows = evaluate_graphs(
-            driver,
-            graphs,
-            strategy,
-            options,
-            runtime,
-            args.repeats,
-            args.workers,
-            f"eval {label}",
-            args.ray,
-            checkpoint=checkpoint,
-        )
-    finally:
-        pool.close()
-    summary = summarize(rows)
-    _print_table(label, rows, summary, compared=not args.no_runtime)
+    evaluation = evaluate(
+        args.policy,
+        args.graphs,
+        runtime=not args.no_runtime,
+        repeats=args.repeats,
+        workers=args.workers,
+        actions=args.actions,
+        budget=args.budget,
+        max_length=args.max_length,
+        width=args.width,
+        seed=args.seed,
+        guide=args.guide,
+        checkpoint_path=args.checkpoint,
+        ray_address=args.ray,
+        say=print,
+    )
+    _print_table(evaluation.label, evaluation.rows, evaluation.summary, compared=evaluation.runtime)
     # Files are written only now, whole and atomically: an interrupted run leaves none half-written.
     if args.json:
-        # Every documented field for every graph; "error" only where a graph failed.
-        graphs_out = [row.result_json() for row in rows]
-        document = {
-            "policy": label,
-            "jaxlib": driver.jaxlib_version,
-            "action_match": dataclasses.asdict(action_match) if action_match is not None else None,
-            "graphs_spec": args.graphs,
-            "geomean_vs_default": summary.geomean_vs_default,
-            "geomean_reduction_ratio": summary.geomean_reduction_ratio,
-            "summary": summary.to_json(),
-            "graphs": graphs_out,
-        }
-        write_json(args.json, document)
+        write_json(args.json, evaluation.to_json())
     if args.report:
-        write_report(args.report, f"xlabench eval --policy {label} --graphs {args.graphs}", rows, summary)
-    return 0 if summary.failed == summary.outputs_differ == summary.not_executed == 0 else 1
-
-
-def _run_description(
-    args: argparse.Namespace, strategy: str, options: dict[str, Any], driver: Any
-) -> dict[str, Any]:
-    """Everything a graph's row depends on besides the graph: a checkpoint is only resumed by its own run."""
-    run: dict[str, Any] = {"strategy": strategy, "jaxlib": driver.jaxlib_version}
-    if strategy in ("policy", "guided"):
-        run["policy"] = options["policy"].label
-        run["weights_sha256"] = options["policy"].artifact.metadata.get("weights_sha256")
-    if strategy not in ("policy", "replay"):
-        run.update({"actions": args.actions, "budget": options["budget"], "max_length": args.max_length})
-        run.update({key: options[key] for key in ("width", "seed") if key in options})
-    run.update({"runtime": not args.no_runtime, "repeats": args.repeats if not args.no_runtime else None})
-    return run
+        title = f"xlabench eval --policy {evaluation.label} --graphs {args.graphs}"
+        write_report(args.report, title, evaluation.rows, evaluation.summary)
+    return 0 if evaluation.passed else 1
 
 
 def _print_table(policy: str, rows: list[EvaluationRow], summary: Summary, *, compared: bool = True) -> None:

@@ -21,13 +21,15 @@ from typing import Any
 from xlabench.cluster import connect
 from xlabench.errors import CompilerError, DriverError, UserInputError
 from xlabench.eval.evaluation_checkpoint import Checkpoint
-from xlabench.eval.evaluation_records import BothExecutables, EvaluationRow
-from xlabench.graphs import Graph
+from xlabench.eval.evaluation_records import BothExecutables, EvaluationRow, Summary, summarize
+from xlabench.graphs import Graph, resolve_graphs
 from xlabench.policies.artifact import Artifact, policy_names
-from xlabench.policies.guided import guided_search
-from xlabench.policies.policy import Policy, rollout
+from xlabench.policies.guided import DEFAULT_GUIDED_BUDGET, guided_search
+from xlabench.policies.policy import ActionMatch, Policy, load_policy, rollout
 from xlabench.search import STRATEGIES, SearchResult
+from xlabench.search.strategies import DEFAULT_BUDGET, DEFAULT_MAX_LENGTH
 from xlabench.xla import PassDriver
+from xlabench.xla.compilers.pass_catalogue import DEFAULT_ACTION_SET
 from xlabench.xla.compilers.worker_pool import CompilerPool
 from xlabench.xla.driver.execution import execute_against_default, judge_outputs, random_inputs
 
@@ -56,6 +58,129 @@ def resolve_strategy(policy: str | None) -> str:
             return name
         raise UserInputError(f"{policy}: unknown search strategy (choose {choices})")
     return "policy"
+
+
+@dataclasses.dataclass(frozen=True)
+class Evaluation:
+    """What `evaluate` found: a strategy on every graph of a SPEC, and how it was run."""
+
+    label: str  # the strategy as reports name it: "general@v3.0", "search:beam (2000 calls)"
+    strategy: str
+    graphs_spec: str
+    jaxlib: str
+    rows: list[EvaluationRow]
+    summary: Summary
+    action_match: ActionMatch | None  # a policy on a compiler or action list it was not made with
+    runtime: bool  # executed and timed (else outputs were not compared)
+
+    @property
+    def passed(self) -> bool:
+        """No graph failed, none has outputs that differ from XLA's default's, none left unexecuted."""
+        return self.summary.failed == self.summary.outputs_differ == self.summary.not_executed == 0
+
+    def to_json(self) -> dict[str, Any]:
+        """The `xlabench eval --json` document: every documented field of every graph."""
+        return {
+            "policy": self.label,
+            "jaxlib": self.jaxlib,
+            "action_match": dataclasses.asdict(self.action_match) if self.action_match is not None else None,
+            "graphs_spec": self.graphs_spec,
+            "geomean_vs_default": self.summary.geomean_vs_default,
+            "geomean_reduction_ratio": self.summary.geomean_reduction_ratio,
+            "summary": self.summary.to_json(),
+            "graphs": [row.result_json() for row in self.rows],
+        }
+
+
+def evaluate(
+    policy: str | None = None,
+    graphs: str = "test",
+    *,
+    runtime: bool = True,
+    repeats: int = 20,
+    workers: int = 2,
+    actions: str = DEFAULT_ACTION_SET,
+    budget: int | None = None,
+    max_length: int = DEFAULT_MAX_LENGTH,
+    width: int = 5,
+    seed: int = 0,
+    guide: str = DEFAULT_POLICY,
+    checkpoint_path: str | None = None,
+    ray_address: str | None = None,
+    say: Callable[[str], None] = lambda line: None,
+) -> Evaluation:
+    """Judge a strategy (a policy, `search:NAME` or `replay`; default the shipped policy) against XLA's
+    default pipeline on the graphs of a SPEC: what `xlabench eval` runs. `say` gets the lines worth
+    telling before the run ends (a policy on another compiler, a resumed checkpoint)."""
+    strategy = resolve_strategy(policy)
+    if budget is not None and strategy not in SEARCH_STRATEGIES:
+        raise UserInputError(
+            f"--budget is the compiler calls a search may spend; {policy or DEFAULT_POLICY} does not "
+            "search (search:random|greedy|beam|local|guided do)"
+        )
+    selected = resolve_graphs(graphs)
+    if budget is None:
+        budget = DEFAULT_GUIDED_BUDGET if strategy == "guided" else DEFAULT_BUDGET
+    pool = CompilerPool(size=workers)
+    driver = PassDriver(pool=pool)
+    options: dict[str, Any] = {"budget": budget, "max_length": max_length}
+    if strategy in SEARCH_STRATEGIES and strategy != "guided":
+        options["actions"] = driver.catalogue.action_passes(actions)
+    if strategy == "random":
+        options["seed"] = seed
+    if strategy == "beam":
+        options["width"] = width
+    label = policy or DEFAULT_POLICY
+    if strategy in SEARCH_STRATEGIES and strategy != "guided":
+        label = f"{label} ({budget} calls)"  # the same strategy at two budgets: two rows in `compare`
+    action_match = None
+    try:
+        if strategy == "guided":
+            options["policy"] = load_policy(guide, driver)
+            label = f"{label} ({options['policy'].label}, {budget} calls)"
+        if strategy == "policy":
+            options["policy"] = load_policy(label, driver)
+            label = options["policy"].label
+            action_match = options["policy"].action_match(driver)
+            if action_match.changed:
+                say(action_match.note())
+        checkpoint = None
+        if checkpoint_path:
+            run = _run_description(strategy, options, driver, actions, max_length, runtime, repeats)
+            checkpoint = Checkpoint(checkpoint_path, run)
+            resumed = sum(checkpoint.finished(graph.name) is not None for graph in selected)
+            if resumed:
+                say(f"resuming: {resumed} of {len(selected)} graphs already finished in {checkpoint_path}")
+        rows = evaluate_graphs(
+            driver, selected, strategy, options, runtime, repeats, workers, f"eval {label}", ray_address,
+            checkpoint=checkpoint,
+        )  # fmt: skip
+    finally:
+        pool.close()
+    return Evaluation(
+        label, strategy, graphs, driver.jaxlib_version, rows, summarize(rows), action_match, runtime
+    )
+
+
+def _run_description(
+    strategy: str,
+    options: dict[str, Any],
+    driver: PassDriver,
+    actions: str,
+    max_length: int,
+    runtime: bool,
+    repeats: int,
+) -> dict[str, Any]:
+    """Everything a graph's row depends on besides the graph: a checkpoint is only resumed by its own run."""
+    run: dict[str, Any] = {"strategy": strategy, "jaxlib": driver.jaxlib_version}
+    if strategy in ("policy", "guided"):
+        run["policy"] = options["policy"].label
+        run["weights_sha256"] = options["policy"].artifact.metadata.get("weights_sha256")
+    if strategy not in ("policy", "replay"):
+        run.update({"actions": actions, "budget": options["budget"], "max_length": max_length})
+        run.update({key: options[key] for key in ("width", "seed") if key in options})
+    run.update({"runtime": runtime, "repeats": repeats if runtime else None})
+    return run
 
 
 def evaluate_graph(

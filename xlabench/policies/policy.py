@@ -169,8 +169,11 @@ class ActionMatch:
         return "; ".join(parts)
 
 
-def load_policy(reference: str, driver: PassDriver, root: Path | None = None) -> Policy:
-    """Load NAME, NAME@vX.Y or a version directory; it rolls out on the driver's compiler.
+def load_policy(reference: str, driver: PassDriver | None = None, root: Path | None = None) -> Policy:
+    """Load NAME, NAME@vX.Y or a version directory (of `root`, default the policies directory).
+
+    `driver` is accepted for callers that name the compiler it will roll out on; loading does not
+    depend on it (the compiler is `rollout`'s and `Policy.action_match`'s argument).
 
     Made on another release, or with another action list, it keeps its own actions: those this
     compiler lacks are masked, those it adds are not offered (`Policy.action_match`). Refused, in one
