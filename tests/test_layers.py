@@ -13,7 +13,7 @@ from pathlib import Path
 import xlabench
 
 # Bottom to top. A package may import the packages below it, never one above: the data path
-# xla -> graphs -> env -> search -> policies -> agents -> eval -> baselines -> plugin, with the
+# xla -> graphs -> env -> search -> policies -> agents -> eval -> bench -> baselines -> plugin, with the
 # interactive protocol and the command line on top. `models` (the JAX programs the graphs are lowered
 # from) sits under graphs; `errors`, `files` and `cluster` are shared by all.
 LAYERS = (
@@ -25,6 +25,7 @@ LAYERS = (
     ("policies",),
     ("agents",),
     ("eval",),
+    ("bench",),
     ("baselines",),
     ("plugin",),
     ("interactive",),

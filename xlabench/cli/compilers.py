@@ -11,7 +11,7 @@ from typing import Any
 
 from xlabench.cli.arguments import NON_NEGATIVE
 from xlabench.errors import CompilerError, UserInputError
-from xlabench.graphs import resolve_graphs
+from xlabench.graphs.loader import load_module
 from xlabench.xla.compilers.named_compilers import (
     add_compiler,
     add_python_compiler,
@@ -25,7 +25,6 @@ from xlabench.xla.compilers.named_compilers import (
 )
 from xlabench.xla.compilers.pass_catalogue import ACTION_SETS, load_catalogue
 from xlabench.xla.driver.execution import judge_sequence
-from xlabench.xla.driver.hlo_module import HloModule
 from xlabench.xla.driver.pass_driver import default_driver
 from xlabench.xla.shared.releases import supported_range
 
@@ -183,19 +182,6 @@ def run_compilers_remove(args: argparse.Namespace) -> int:
     """Delete one managed compiler."""
     print(f"removed {remove_compiler(args.name)}")
     return 0
-
-
-def load_module(spec: str) -> HloModule:
-    """An HLO module from a file path, or from the graph suite by name."""
-    looks_like_path = os.sep in spec or spec.endswith((".hlo", ".txt")) or os.path.exists(spec)
-    if looks_like_path:
-        return HloModule.from_file(spec)
-
-    graphs = resolve_graphs(spec)
-    if len(graphs) != 1:
-        raise UserInputError(f"{spec}: names {len(graphs)} graphs, expected one .hlo file or graph name")
-    graph = graphs[0]
-    return HloModule.from_text(graph.hlo_text(), source=graph.name)
 
 
 def run_passes(args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ A directory holding a `manifest.json` is read as a graph set made by `xlabench g
 from __future__ import annotations
 
 import difflib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 from xlabench.errors import UserInputError
 from xlabench.graphs import graph_sets
 from xlabench.graphs.suite_definition import SPLITS, families
+from xlabench.xla.driver.hlo_module import HloModule
 
 USER_FAMILY = "user"
 # Config keys that make graphs of one family different architectures: TensorFlow's models, the
@@ -176,3 +178,15 @@ def resolve_graphs(spec: str) -> list[Graph]:
     close = difflib.get_close_matches(spec, list(by_name), n=1)
     hint = f"; did you mean {close[0]!r}?" if close else "; see `xlabench graphs list`"
     raise UserInputError(f"unknown graph, family or split {spec!r}{hint}")
+
+
+def load_module(spec: str) -> HloModule:
+    """An HLO module from a file path, or from the graph suite by name (exactly one graph)."""
+    looks_like_path = os.sep in spec or spec.endswith((".hlo", ".txt")) or os.path.exists(spec)
+    if looks_like_path:
+        return HloModule.from_file(spec)
+    graphs = resolve_graphs(spec)
+    if len(graphs) != 1:
+        raise UserInputError(f"{spec}: names {len(graphs)} graphs, expected one .hlo file or graph name")
+    graph = graphs[0]
+    return HloModule.from_text(graph.hlo_text(), source=graph.name)

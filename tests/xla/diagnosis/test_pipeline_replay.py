@@ -11,8 +11,8 @@ import shutil
 
 import pytest
 
+from xlabench.bench.replay_fidelity import REPLAY_TOLERANCE
 from xlabench.cli import main
-from xlabench.cli.bench.driver import REPLAY_TOLERANCE
 from xlabench.graphs import resolve_graphs
 from xlabench.xla import default_driver
 from xlabench.xla.compilers.pass_catalogue import COUNTING_POINT_PASS

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from xlabench.bench.driver_speed import default_benchmark_graph
 from xlabench.cli.arguments import POSITIVE
-from xlabench.cli.bench.driver import default_benchmark_graph
 from xlabench.xla import PassDriver
 from xlabench.xla.compilers.pass_catalogue import ACTION_SETS, DEFAULT_ACTION_SET
 

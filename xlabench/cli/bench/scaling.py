@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from xlabench.cli.bench.driver import time_each_pass
+from xlabench.bench.driver_speed import time_each_pass
 from xlabench.errors import UserInputError
 from xlabench.files import write_atomically
 from xlabench.graphs.build import lower_program
