@@ -13,9 +13,9 @@ from pathlib import Path
 import xlabench
 
 # Bottom to top. A package may import the packages below it, never one above: the data path
-# xla -> graphs -> env -> search -> policies -> agents -> eval -> bench -> baselines -> plugin, with the
-# interactive protocol and the command line on top. `models` (the JAX programs the graphs are lowered
-# from) sits under graphs; `errors`, `files` and `cluster` are shared by all.
+# xla -> graphs -> env -> search -> policies -> agents -> eval -> bench -> baselines -> retraining ->
+# plugin, with the interactive protocol and the command line on top. `models` (the JAX programs the
+# graphs are lowered from) sits under graphs; `errors`, `files` and `cluster` are shared by all.
 LAYERS = (
     ("errors", "files", "cluster"),
     ("xla", "models"),
@@ -27,6 +27,7 @@ LAYERS = (
     ("eval",),
     ("bench",),
     ("baselines",),
+    ("retraining",),
     ("plugin",),
     ("interactive",),
     ("cli",),

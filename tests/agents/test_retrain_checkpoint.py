@@ -10,8 +10,8 @@ import pytest
 from xlabench.agents import train as train_module
 from xlabench.agents.retrain_checkpoint import SeedCheckpoint
 from xlabench.cli import main
-from xlabench.cli import retrain as retrain_module
 from xlabench.errors import UserInputError
+from xlabench.retraining import new_version as retrain_module
 
 
 def _arguments(small_graph: str, *extra: str) -> list[str]:

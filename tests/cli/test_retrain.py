@@ -7,7 +7,7 @@ import pytest
 
 from tests.commands import interrupt_after
 from xlabench.baselines import baseline_store
-from xlabench.cli.retrain import _previous_starts
+from xlabench.retraining.new_version import _previous_starts
 
 
 @pytest.mark.slow
