@@ -37,6 +37,44 @@ GATE_TEST = "test_policy_on_graph"
 DEFAULT_COMPARE_FAIL = "min:200%"
 RULES = pytest.StashKey[list]()  # the fail rules of this session, once read
 
+# pytest-benchmark offers no hook to add results measured elsewhere, so the hand-over uses its session
+# object (`config._benchmarksession`): these attributes of it. Tested with 5.3.1 (pyproject.toml pins
+# the 5.3 series); a release that moves them is refused in one line, not misread
+# (tests/plugin/test_benchmarks.py checks them against the installed release).
+TESTED_RELEASES = "5.3"
+SESSION_ATTRIBUTES = (
+    "benchmarks",
+    "options",
+    "compare",
+    "compared_mapping",
+    "compare_fail",
+    "disabled",
+    "skip",
+    "xdist_benchmark_found",
+    "get_machine_info",
+)
+
+
+def benchmark_session(config: pytest.Config) -> Any:
+    """pytest-benchmark's session object, checked to have what the hand-over uses; None without the plugin.
+
+    A release of pytest-benchmark whose session lacks one of SESSION_ATTRIBUTES stops the run in one
+    line naming the release: the runtimes would otherwise be lost or misjudged silently.
+    """
+    bench_session = getattr(config, "_benchmarksession", None)
+    if bench_session is None:
+        return None
+    missing = [name for name in SESSION_ATTRIBUTES if not hasattr(bench_session, name)]
+    if missing:
+        from importlib import metadata
+
+        raise pytest.UsageError(
+            f"xlabench: pytest-benchmark {metadata.version('pytest-benchmark')} has no "
+            f"{', '.join(missing)} on its session: xlabench hands runtimes over through it and is tested "
+            f"with pytest-benchmark {TESTED_RELEASES}.x (pip install 'pytest-benchmark>=5.3,<5.4')"
+        )
+    return bench_session
+
 
 @dataclass
 class BenchmarkRuns:
@@ -97,7 +135,7 @@ class Benchmarks:
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         """pytest-benchmark warns that xdist turned benchmarks off: not true of the gates, so when they
         are the only benchmarks (in an xdist worker) the warning goes."""
-        bench_session = getattr(self.config, "_benchmarksession", None)
+        bench_session = benchmark_session(self.config)
         using = [item for item in items if "benchmark" in getattr(item, "fixturenames", ())]
         if bench_session is not None and using and all(item.name.startswith(GATE_TEST) for item in using):
             bench_session.xdist_benchmark_found = False
@@ -111,7 +149,7 @@ class Benchmarks:
     def hand_over(self) -> None:
         """Add the runs to pytest-benchmark's session (re-enabled under xdist); set the default fail rule."""
         config = self.config
-        bench_session = getattr(config, "_benchmarksession", None)
+        bench_session = benchmark_session(config)
         if bench_session is None or hasattr(config, "workerinput") or not self.runs:
             return
         if (config.getoption("benchmark_disable") and not config.getoption("benchmark_enable")) or (
@@ -161,7 +199,7 @@ def fail_rules(bench_session: Any) -> tuple[list[Any], str | None]:
 
 def regressions(config: pytest.Config, runs: BenchmarkRuns) -> list[str]:
     """How these runs fail the compared reference runs under the fail rules (none: empty)."""
-    bench_session = getattr(config, "_benchmarksession", None)
+    bench_session = benchmark_session(config)
     if bench_session is None or not bench_session.compare or not bench_session.compared_mapping:
         return []
     if RULES not in config.stash:  # reading the machine's description takes a fraction of a second
@@ -178,7 +216,7 @@ def regressions(config: pytest.Config, runs: BenchmarkRuns) -> list[str]:
 
 def describe_remeasured(config: pytest.Config, runs: BenchmarkRuns) -> str:
     """A run that stayed above the reference, in a line: its two medians, the reference's, XLA's default's."""
-    bench_session = getattr(config, "_benchmarksession", None)
+    bench_session = benchmark_session(config)
     mappings = bench_session.compared_mapping.values() if bench_session is not None else []
     reference = [mapping[runs.fullname]["stats"] for mapping in mappings if runs.fullname in mapping]
     median = statistics.median(runs.run_seconds)
