@@ -444,3 +444,39 @@ def test_a_misspelled_known_gaps_file_stops_the_session_one_line_a_problem(
     result = run_suite(pytester, baselines)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "known-gaps.toml: unknown table 'gaps' (gaps are listed as [[gap]])" in result.stderr.str()
+
+
+HOOKS = """
+import dataclasses
+import json
+
+from xlabench.graphs import resolve_graphs
+
+
+def xlabench_add_graphs(config):
+    return resolve_graphs("{added}")
+
+
+def xlabench_gate_tolerances(graph, policy, tolerances):
+    if graph.name == "{strict}":
+        return dataclasses.replace(tolerances, op_count=-0.5)  # R must be half of D: fails
+
+
+def xlabench_judged(verdict, config):
+    with open("{log}", "a") as handle:
+        handle.write(json.dumps([verdict.graph, verdict.policy, verdict.failures]) + "\\n")
+"""
+
+
+@pytest.mark.slow
+def test_a_conftest_adds_graphs_sets_a_gates_tolerance_and_hears_each_verdict(pytester, baselines_root):
+    added = "recurrent-gru-infer-l1-h128-s16-b8-f32"
+    log = pytester.path / "judged.jsonl"
+    pytester.makeconftest(HOOKS.format(added=added, strict=added, log=log))
+    result = run_suite(pytester, baselines_root, "--xlabench-no-runtime")
+    result.assert_outcomes(passed=1, failed=1)  # GRAPH passes; the added graph fails its stricter gate
+    result.stdout.fnmatch_lines(["*xlabench: 2 graph x policy, 1 failed*"])
+    judged = sorted(json.loads(line) for line in log.read_text().splitlines())
+    assert [graph for graph, _, _ in judged] == sorted([GRAPH, added])
+    assert all(policy.startswith("general@v") for _, policy, _ in judged)
+    assert [bool(failures) for graph, _, failures in judged] == [graph == added for graph, _, _ in judged]

@@ -210,6 +210,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--xlabench-seed", type=int, default=0, help="Hypothesis seed (default 0)")
 
 
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """Register xlabench's hooks (`xlabench.plugin.hookspec`) for users' conftest.py files and plugins."""
+    from xlabench.plugin import hookspec
+
+    pluginmanager.add_hookspecs(hookspec)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Read the options, check the ones given, register the session summary."""
     option = config.getoption
@@ -283,9 +290,10 @@ def _check_given_options(config: pytest.Config, settings: Settings) -> None:
         raise pytest.UsageError(f"xlabench: {error}") from None
 
 
-def suite_cases(settings: Settings) -> list[Case]:
+def suite_cases(settings: Settings, added: list[Any] = ()) -> list[Case]:
     """Graphs x policies (given, or the latest of each under policies/). Without `--xlabench-graphs`,
-    each policy is judged on its scope (`graph_scope`): a policy trained on one family, on that family."""
+    each policy is judged on its scope (`graph_scope`): a policy trained on one family, on that family.
+    `added` (from the `xlabench_add_graphs` hook) goes with every policy."""
 
     references = list(settings.policies) or policy_names()
     if not references:
@@ -295,8 +303,19 @@ def suite_cases(settings: Settings) -> list[Case]:
     for reference in references:
         metadata = read_metadata(resolve(reference))
         graphs = given if settings.graphs_given else gated_graphs(metadata)
+        named = {graph.name for graph in graphs}
+        graphs = [*graphs, *(graph for graph in added if graph.name not in named)]
         cases += [Case(graph, reference, f"{metadata['name']}@{metadata['version']}") for graph in graphs]
     return cases
+
+
+def added_graphs(config: pytest.Config) -> list[Any]:
+    """The graphs users' `xlabench_add_graphs` hooks add, in order, each name once."""
+    added: dict[str, Any] = {}
+    for answer in config.hook.xlabench_add_graphs(config=config):
+        for graph in answer or []:
+            added.setdefault(graph.name, graph)
+    return list(added.values())
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -318,7 +337,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
 
     try:
-        cases = suite_cases(metafunc.config.stash[SETTINGS])
+        cases = suite_cases(metafunc.config.stash[SETTINGS], added_graphs(metafunc.config))
     except UserInputError as error:
         # Given options were checked at start-up; what is left (no policies at all) fails one test.
         metafunc.parametrize("xlabench_case", [UnusableSuite(str(error))], ids=["unusable"])
@@ -375,9 +394,10 @@ class UnusableSuite:
 class Judge:
     """Per process: one compiler driver, policies and baselines loaded once, a verdict per case."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, hook: Any = None) -> None:
 
         self.settings = settings
+        self.hook = hook  # the session's pytest hooks (`xlabench_gate_tolerances`), None outside pytest
         # One compiler worker per pytest worker (-n auto fills the cores), of the compiler under test.
         self.pool = CompilerPool(size=1, compiler=resolve_compiler(settings.compiler))
         # The simulated compiler change is this driver's alone: other tests in the session keep the compiler.
@@ -463,19 +483,25 @@ class Judge:
         except UserInputError as error:
             pytest.fail(f"xlabench: {error}", pytrace=False)
         settings = self.settings
+        tolerances = settings.tolerances
+        if self.hook is not None:
+            chosen = self.hook.xlabench_gate_tolerances(
+                graph=case.graph, policy=policy.label, tolerances=tolerances
+            )
+            tolerances = chosen if chosen is not None else tolerances
         if settings.runtime:
             row = measure(self.driver, case.graph, policy, settings.repeats, settings.min_run_seconds)
         else:  # gate (c) off: both executables still run once, for gate (d); no ratio to judge
             row = measure(self.driver, case.graph, policy, repeats=1, min_run_seconds=0.0)
             row.runtime_ratio, row.run_seconds = None, None
-        failures = judge(row, baseline, self.settings.tolerances)
+        failures = judge(row, baseline, tolerances)
         if any(failure.startswith("runtime") for failure in failures):
             # Runtimes are noisy on a busy machine: a runtime failure stands only if a second measurement
             # (the rollout comes from the cache, the executables are compiled and timed again) shows it too.
             again = measure(
                 self.driver, case.graph, policy, self.settings.repeats, self.settings.min_run_seconds
             )
-            confirmed = judge(again, baseline, self.settings.tolerances)
+            confirmed = judge(again, baseline, tolerances)
             if not any(failure.startswith("runtime") for failure in confirmed):
                 row, failures = again, confirmed
             else:
@@ -501,7 +527,7 @@ class Judge:
             origin,
             changed_by=changed_by,
         )
-        verdict.runtime_judged = self.settings.runtime and runtime_judged(row, self.settings.tolerances)
+        verdict.runtime_judged = self.settings.runtime and runtime_judged(row, tolerances)
         verdict.failures, verdict.known, matched = split_known(failures, gaps, verdict.runtime_judged)
         verdict.known_reasons = [gap.describe() for gap in matched]
         return verdict
@@ -516,7 +542,7 @@ class Judge:
 @pytest.fixture(scope="session")
 def xlabench_judge(pytestconfig: pytest.Config) -> Any:
     """This process's Judge (compiler driver, policies, baselines)."""
-    judge = Judge(pytestconfig.stash[SETTINGS])
+    judge = Judge(pytestconfig.stash[SETTINGS], pytestconfig.hook)
     yield judge
     judge.close()
 
