@@ -35,6 +35,7 @@ def test_counting_only_at_the_end_gives_the_same_return(end):
             action_set="simplification",
             max_steps=len(passes),
             count_every_step=every_step,
+            reward_baseline="unoptimized",
         )
         env.reset(seed=0)
         rewards = [env.step(env.actions.index(name))[1] for name in passes[: len(passes) - (end == "stop")]]
