@@ -9,7 +9,7 @@ import pytest
 
 from xlabench.cli import main
 from xlabench.cli.graphs import HISTOGRAM_BOUNDS, histogram
-from xlabench.graphs import Graph, storage
+from xlabench.graphs import Graph, graph_sets
 
 
 def test_list_prints_a_table_row_per_graph(
@@ -73,7 +73,7 @@ def test_build_into_a_directory(
     name = small_graphs[0].name
     assert main(["graphs", "build", "--out", str(tmp_path), "--jobs", "1", name]) == 0
     assert f"built 1 graphs into {tmp_path}" in capsys.readouterr().out
-    assert [entry["name"] for entry in storage.read_manifest(tmp_path)["graphs"]] == [name]
+    assert [entry["name"] for entry in graph_sets.read_manifest(tmp_path)["graphs"]] == [name]
 
 
 @pytest.mark.parametrize(
@@ -93,4 +93,4 @@ def test_user_mistakes_exit_2_with_one_line(
     assert main([arg.replace("{tmp}", str(tmp_path)) for arg in argv]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err
-    assert not (tmp_path / storage.MANIFEST_NAME).exists()
+    assert not (tmp_path / graph_sets.MANIFEST_NAME).exists()

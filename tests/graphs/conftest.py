@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from xlabench.graphs import Graph, resolve_graphs, storage
+from xlabench.graphs import Graph, graph_sets, resolve_graphs
 from xlabench.graphs.suite_definition import FRAMEWORKS, GraphSpec, suite
 
 
@@ -25,7 +25,7 @@ def stored_graphs() -> list[Graph]:
 @pytest.fixture(scope="session")
 def stored_manifest() -> dict[str, Any]:
     """The package's raw manifest."""
-    return storage.read_manifest(storage.DATA_DIR)
+    return graph_sets.read_manifest(graph_sets.DATA_DIR)
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ from typing import Any
 import jax
 import pytest
 
-from xlabench.graphs import Graph, build, resolve_graphs, storage
+from xlabench.graphs import Graph, build, graph_sets, resolve_graphs
 from xlabench.graphs.suite_definition import GraphSpec, suite
 
 LOWERED = (
@@ -64,18 +64,18 @@ def test_rebuild_reproduces_stored_bytes(
     build.build(_specs_named([g.name for g in small_graphs]), out, jobs=1)
     for graph in small_graphs:
         assert (out / graph.path.name).read_bytes() == graph.path.read_bytes(), graph.name
-    rebuilt = {entry["name"]: entry for entry in storage.read_manifest(out)["graphs"]}
+    rebuilt = {entry["name"]: entry for entry in graph_sets.read_manifest(out)["graphs"]}
     assert rebuilt == {g.name: recorded[g.name] for g in small_graphs}
 
 
 def test_partial_build_merges_and_drops_stale_entries(small_graphs: list[Graph], tmp_path: Path) -> None:
     first, second = _specs_named([g.name for g in small_graphs])
     build.build([first], tmp_path, jobs=1)
-    stale = tmp_path / ("no-longer-in-suite" + storage.GRAPH_SUFFIX)
+    stale = tmp_path / ("no-longer-in-suite" + graph_sets.GRAPH_SUFFIX)
     stale.write_bytes(b"")
-    manifest = json.loads((tmp_path / storage.MANIFEST_NAME).read_text())
+    manifest = json.loads((tmp_path / graph_sets.MANIFEST_NAME).read_text())
     manifest["graphs"].append(dict(manifest["graphs"][0], name="no-longer-in-suite", file=stale.name))
-    (tmp_path / storage.MANIFEST_NAME).write_text(json.dumps(manifest))
+    (tmp_path / graph_sets.MANIFEST_NAME).write_text(json.dumps(manifest))
 
     report = build.build([second], tmp_path, jobs=1)
 
@@ -90,7 +90,7 @@ def test_parallel_build_matches_serial_build(small_graphs: list[Graph], tmp_path
     build.build(specs, tmp_path / "serial", jobs=1)
     build.build(specs, tmp_path / "parallel", jobs=2)
     for spec in specs:
-        name = spec.name + storage.GRAPH_SUFFIX
+        name = spec.name + graph_sets.GRAPH_SUFFIX
         assert (tmp_path / "serial" / name).read_bytes() == (tmp_path / "parallel" / name).read_bytes()
     assert (tmp_path / "serial" / "manifest.json").read_bytes() == (
         tmp_path / "parallel" / "manifest.json"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from xlabench.errors import UserInputError
-from xlabench.graphs import Graph, resolve_graphs, storage
+from xlabench.graphs import Graph, graph_sets, resolve_graphs
 from xlabench.graphs.build import build
 from xlabench.graphs.suite_definition import SPLITS, suite
 
@@ -142,7 +142,7 @@ def test_malformed_user_file_names_the_file(tmp_path: Path) -> None:
 
 def test_missing_manifest_says_how_to_build(tmp_path: Path) -> None:
     with pytest.raises(UserInputError, match="run `xlabench graphs build`"):
-        storage.read_manifest(tmp_path)
+        graph_sets.read_manifest(tmp_path)
 
 
 def test_a_spec_too_long_for_a_file_name_is_read_as_graph_names() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import pluggy
 import pytest
 
 if TYPE_CHECKING:
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from xlabench.graphs import Graph
     from xlabench.plugin.gates import Verdict
 
-hookspec = pytest.HookspecMarker("pytest")
+hookspec = pluggy.HookspecMarker("pytest")
 
 
 @hookspec
@@ -39,4 +40,3 @@ def xlabench_gate_tolerances(graph: Graph, policy: str, tolerances: Tolerances) 
 def xlabench_judged(verdict: Verdict, config: pytest.Config) -> None:
     """Receive each gate's verdict as it is judged (in the process that ran the gate: an xdist worker
     under `-n`): its graph, policy, counts, runtime ratio, failures. For a dashboard or a log."""
-

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from xlabench.xla import HloModule, payloads
+from xlabench.xla import HloModule
 from xlabench.xla.driver.execution import execute, random_inputs
+from xlabench.xla.shared import payloads
 
 # One 1024x1024 f32 constant (4 MiB: the payload threshold), reversed, then used by a dot: constant
 # folding makes the reversed one (a load's StableHLO round trip would fold a negate or transpose itself).
