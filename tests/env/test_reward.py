@@ -75,6 +75,7 @@ def test_an_evaluation_rollout_without_rewards_never_counts_r0(tmp_path):
             graphs=SMALL_GRAPH,
             action_set="simplification",
             count_every_step=False,
+            reward_baseline="unoptimized",
             rewards=rewards,
             driver=driver,
         )

@@ -453,16 +453,16 @@ import json
 from xlabench.graphs import resolve_graphs
 
 
-def xlabench_add_graphs(config):
+def pytest_xlabench_add_graphs(config):
     return resolve_graphs("{added}")
 
 
-def xlabench_gate_tolerances(graph, policy, tolerances):
+def pytest_xlabench_gate_tolerances(graph, policy, tolerances):
     if graph.name == "{strict}":
         return dataclasses.replace(tolerances, op_count=-0.5)  # R must be half of D: fails
 
 
-def xlabench_judged(verdict, config):
+def pytest_xlabench_judged(verdict, config):
     with open("{log}", "a") as handle:
         handle.write(json.dumps([verdict.graph, verdict.policy, verdict.failures]) + "\\n")
 """

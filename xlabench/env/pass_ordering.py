@@ -252,7 +252,7 @@ class PassOrderingEnv(gymnasium.Env[dict[str, np.ndarray], int]):
         mask = self._known.mask(module, self._sequence)
 
         def useless(action: str) -> bool:
-            return not mask[self.actions.index(action)] or self._known.known_no_op(module, action)
+            return not mask[self.actions.index(action)] or self._known.knows_no_op(module, action)
 
         return useless
 

@@ -293,7 +293,7 @@ def _check_given_options(config: pytest.Config, settings: Settings) -> None:
 def suite_cases(settings: Settings, added: list[Any] = ()) -> list[Case]:
     """Graphs x policies (given, or the latest of each under policies/). Without `--xlabench-graphs`,
     each policy is judged on its scope (`graph_scope`): a policy trained on one family, on that family.
-    `added` (from the `xlabench_add_graphs` hook) goes with every policy."""
+    `added` (from the `pytest_xlabench_add_graphs` hook) goes with every policy."""
 
     references = list(settings.policies) or policy_names()
     if not references:
@@ -310,9 +310,9 @@ def suite_cases(settings: Settings, added: list[Any] = ()) -> list[Case]:
 
 
 def added_graphs(config: pytest.Config) -> list[Any]:
-    """The graphs users' `xlabench_add_graphs` hooks add, in order, each name once."""
+    """The graphs users' `pytest_xlabench_add_graphs` hooks add, in order, each name once."""
     added: dict[str, Any] = {}
-    for answer in config.hook.xlabench_add_graphs(config=config):
+    for answer in config.hook.pytest_xlabench_add_graphs(config=config):
         for graph in answer or []:
             added.setdefault(graph.name, graph)
     return list(added.values())
@@ -397,7 +397,9 @@ class Judge:
     def __init__(self, settings: Settings, hook: Any = None) -> None:
 
         self.settings = settings
-        self.hook = hook  # the session's pytest hooks (`xlabench_gate_tolerances`), None outside pytest
+        self.hook = (
+            hook  # the session's pytest hooks (`pytest_xlabench_gate_tolerances`), None outside pytest
+        )
         # One compiler worker per pytest worker (-n auto fills the cores), of the compiler under test.
         self.pool = CompilerPool(size=1, compiler=resolve_compiler(settings.compiler))
         # The simulated compiler change is this driver's alone: other tests in the session keep the compiler.
@@ -485,7 +487,7 @@ class Judge:
         settings = self.settings
         tolerances = settings.tolerances
         if self.hook is not None:
-            chosen = self.hook.xlabench_gate_tolerances(
+            chosen = self.hook.pytest_xlabench_gate_tolerances(
                 graph=case.graph, policy=policy.label, tolerances=tolerances
             )
             tolerances = chosen if chosen is not None else tolerances

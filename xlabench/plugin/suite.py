@@ -55,7 +55,7 @@ def test_policy_on_graph(
     record_property(PROPERTY_VERDICT, verdict.summary())
     if runs is not None:
         record_property(PROPERTY_RUNS, runs.to_dict())
-    request.config.hook.xlabench_judged(verdict=verdict, config=request.config)
+    request.config.hook.pytest_xlabench_judged(verdict=verdict, config=request.config)
     if verdict.failures:
         pytest.fail(verdict.message(), pytrace=False)
     if verdict.known:

@@ -110,7 +110,8 @@ def _worker_python_path(scratch_directory: str, python: str | None, inherited: s
     compiler), that folder may be a site-packages with its own jax: only a link to the package goes,
     made in the worker's scratch folder, and the caller's PYTHONPATH stays out.
     """
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    # xlabench/xla/compilers/worker_handle.py -> xlabench/
+    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     if python is None or python == sys.executable:
         return os.pathsep.join(p for p in (os.path.dirname(package), inherited) if p)
     linked = os.path.join(scratch_directory, "path")
