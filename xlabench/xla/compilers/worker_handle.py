@@ -12,6 +12,7 @@ goes when the next process starts one. Both names carry the owning process's id 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import itertools
 import os
@@ -93,6 +94,17 @@ def remove_left_behind(directory: str) -> list[str]:
 
 
 _swept: set[str] = set()
+# Workers not closed yet: closed when this process exits, so that a pool nobody closed (a test's, a
+# script's) leaves no log or dump folder behind either.
+_live: set[Worker] = set()
+
+
+@atexit.register
+def _close_live_workers() -> None:
+    """At exit: stop every worker still open, and remove its log and scratch folder."""
+    for worker in list(_live):
+        with contextlib.suppress(Exception):
+            worker.close()
 
 
 def _sweep_once() -> None:
@@ -177,6 +189,7 @@ class Worker:
         child_socket.close()
         self._connection = Connection(parent_socket.detach())
         self._request_ids = itertools.count(1)
+        _live.add(self)
 
     def call(self, function_name: str, arguments: dict[str, Any], timeout: float) -> Any:
         """Run the registered compiler function `function_name` on `arguments` in the worker; its result.
@@ -240,6 +253,7 @@ class Worker:
 
     def close(self) -> None:
         """Stop the process (closing its pipe asks it to exit) and remove its log."""
+        _live.discard(self)
         with contextlib.suppress(OSError):
             self._connection.close()
         try:
