@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from xlabench.cli import main
-from xlabench.cli.graphs import HISTOGRAM_BOUNDS, histogram
 from xlabench.graphs import Graph, graph_sets
+from xlabench.graphs.suite_summary import HISTOGRAM_BOUNDS, histogram
 
 
 def test_list_prints_a_table_row_per_graph(

@@ -6,11 +6,10 @@ import argparse
 import json
 import os
 import sys
-import time
 from typing import Any
 
 from xlabench.cli.arguments import NON_NEGATIVE
-from xlabench.errors import CompilerError, UserInputError
+from xlabench.errors import UserInputError
 from xlabench.graphs.loader import load_module
 from xlabench.xla.compilers.named_compilers import (
     add_compiler,
@@ -253,33 +252,22 @@ def run_apply(args: argparse.Namespace) -> int:
     for pass_name in args.passes:
         driver.check_pass(pass_name)
     module = load_module(args.graph)
-    steps: list[dict[str, Any]] = []
-    failure: CompilerError | None = None
-    current = module
-    for pass_name in args.passes:
-        started = time.perf_counter()
-        try:
-            current = driver.apply_pass(current, pass_name)
-            step = {
-                "pass": pass_name,
-                "op_count": current.op_count,
-                "seconds": time.perf_counter() - started,
-                "error": None,
-            }
-        except CompilerError as error:
-            failure = error
-            step = {
-                "pass": pass_name,
-                "op_count": None,
-                "seconds": time.perf_counter() - started,
-                "error": error.to_dict(),
-            }
-        steps.append(step)
-        if not args.json:
-            result = f"{step['op_count']} ops" if failure is None else f"FAILED: {failure}"
-            print(f"{pass_name:40} {result:>12}  {step['seconds']:.3f} s")
-        if failure is not None:
-            break
+    applied = driver.apply_passes(module, args.passes)  # stops at the first pass that fails
+    failure = applied[-1].error if applied else None
+    current = next((step.module for step in reversed(applied) if step.module is not None), module)
+    steps: list[dict[str, Any]] = [
+        {
+            "pass": step.pass_name,
+            "op_count": step.module.op_count if step.module is not None else None,
+            "seconds": step.seconds,
+            "error": step.error.to_dict() if step.error is not None else None,
+        }
+        for step in applied
+    ]
+    if not args.json:
+        for step in applied:
+            result = f"{step.module.op_count} ops" if step.error is None else f"FAILED: {step.error}"
+            print(f"{step.pass_name:40} {result:>12}  {step.seconds:.3f} s")
     if failure is None:
         current.write(output)
     if args.json:

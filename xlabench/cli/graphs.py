@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -13,11 +12,9 @@ from xlabench.cli.arguments import POSITIVE
 from xlabench.errors import UserInputError
 from xlabench.graphs import build as builder
 from xlabench.graphs import graph_sets
-from xlabench.graphs.loader import Graph, resolve_graphs
+from xlabench.graphs.loader import resolve_graphs
 from xlabench.graphs.suite_definition import SPLITS, GraphSpec, families, suite
-
-# Upper bounds of the size-histogram bins (instructions); the last bin is open-ended.
-HISTOGRAM_BOUNDS: tuple[int, ...] = (250, 500, 1000, 2000, 3000, 4000, 5000)
+from xlabench.graphs.suite_summary import summary
 
 
 def register(subparsers: Any) -> None:
@@ -74,34 +71,6 @@ def run_build(args: argparse.Namespace) -> int:
         f"({report.stored_bytes / 2**20:.1f} MiB stored)"
     )
     return 0
-
-
-def histogram(graphs: list[Graph]) -> list[dict[str, Any]]:
-    """Graph counts per instruction-count bin (`low` inclusive, `high` exclusive, None = open)."""
-    lows = (0, *HISTOGRAM_BOUNDS)
-    highs: tuple[int | None, ...] = (*HISTOGRAM_BOUNDS, None)
-    bins = []
-    for low, high in zip(lows, highs, strict=True):
-        count = sum(
-            1 for g in graphs if g.instruction_count >= low and (high is None or g.instruction_count < high)
-        )
-        bins.append({"low": low, "high": high, "count": count})
-    return bins
-
-
-def summary(graphs: list[Graph]) -> dict[str, Any]:
-    """Counts per family and split, per split, size range and histogram."""
-    per_family: dict[str, Counter[str]] = {}
-    for graph in graphs:
-        per_family.setdefault(graph.family, Counter())[graph.split] += 1
-    sizes = [g.instruction_count for g in graphs]
-    return {
-        "graphs": len(graphs),
-        "families": {family: dict(sorted(counts.items())) for family, counts in per_family.items()},
-        "splits": dict(sorted(Counter(g.split for g in graphs).items())),
-        "instructions": {"min": min(sizes), "max": max(sizes), "total": sum(sizes)},
-        "histogram": histogram(graphs),
-    }
 
 
 def _table(rows: list[list[str]], right_aligned: set[int]) -> str:
