@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from xlabench.baselines.baseline_store import load
+from xlabench.baselines.policy_measurement import median_rows
 from xlabench.cli import main
-from xlabench.cli.baselines import median_rows
 from xlabench.eval.evaluation_records import EvaluationRow
 
 GRAPH = "mlp_mixer-infer-l2-d64-p4-i16-b2-bf16"

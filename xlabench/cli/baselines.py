@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import statistics
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +19,7 @@ from xlabench.baselines.baseline_diff import (
     text_table,
 )
 from xlabench.baselines.baseline_store import baselines_directory, load, made_with, previous_versions, write
+from xlabench.baselines.policy_measurement import measure_policy
 from xlabench.baselines.search import (
     SEARCH_DIR,
     captured_shares,
@@ -30,15 +29,10 @@ from xlabench.baselines.search import (
 )
 from xlabench.cli.arguments import POSITIVE, seconds
 from xlabench.errors import UserInputError
-from xlabench.eval.evaluate import evaluate_graphs
 from xlabench.files import write_atomically, write_json
-from xlabench.graphs import resolve_graphs
 from xlabench.plugin.gates import KNOWN_GAPS_FILE, judge, load_known_gaps, split_known
-from xlabench.policies.artifact import gated_graphs, policies_directory, policy_names
-from xlabench.policies.policy import load_policy
-from xlabench.xla import PassDriver
+from xlabench.policies.artifact import policies_directory, policy_names
 from xlabench.xla.compilers.named_compilers import describe_compiler, resolve_compiler
-from xlabench.xla.compilers.worker_pool import CompilerPool
 from xlabench.xla.shared.releases import compiler_title
 
 if TYPE_CHECKING:  # `xlabench --help` stays quick: the evaluation is imported when a command runs
@@ -156,64 +150,6 @@ def _policies(references: list[str] | None) -> list[str]:
     return chosen
 
 
-def _measure(
-    reference: str, args: argparse.Namespace, measurements: int = 1
-) -> tuple[Any, list[EvaluationRow]]:
-    """Load a policy and evaluate it on the graphs, runtimes included (`measurements` times: see
-    `median_rows`)."""
-
-    pool = CompilerPool(size=args.workers)
-    try:
-        driver = PassDriver(pool=pool)
-        if driver.disabled_passes and args.handler is run_update:
-            raise UserInputError(
-                f"XLABENCH_DISABLE_PASSES={','.join(driver.disabled_passes)}: baselines are measured with "
-                "the whole compiler; unset it (`xlabench baselines diff` shows what the change does)"
-            )
-        policy = load_policy(reference, driver)
-        graphs = resolve_graphs(args.graphs) if args.graphs else gated_graphs(policy.artifact.metadata)
-        runs = [
-            evaluate_graphs(
-                driver,
-                graphs,
-                "policy",
-                {"policy": policy},
-                True,
-                args.repeats,
-                args.workers,
-                label=policy.label if measurements == 1 else f"{policy.label} ({number}/{measurements})",
-                min_run_seconds=args.min_run_time,
-                keep_runs=True,  # the default's run times: is the runtime judged at all (the floor)?
-            )
-            for number in range(1, measurements + 1)
-        ]
-        return policy, median_rows(runs)
-    finally:
-        pool.close()
-
-
-def median_rows(runs: list[list[EvaluationRow]]) -> list[EvaluationRow]:
-    """One row a graph from several evaluations of the same graphs: the median runtime ratio, every
-    ratio measured kept (`runtime_ratios`). Op counts and sequences are deterministic: a graph whose
-    measurements disagree on them, or failed in any, becomes an error row (not stored)."""
-
-    rows = []
-    for measured in zip(*runs, strict=True):
-        row = measured[0]
-        if failed := next((other for other in measured if other.error is not None), None):
-            rows.append(failed)
-            continue
-        if any((other.policy_ops, other.sequence) != (row.policy_ops, row.sequence) for other in measured):
-            row = dataclasses.replace(
-                row, error="the rollout differed between measurements (op count or sequence)"
-            )
-        else:
-            ratios = [other.runtime_ratio for other in measured]
-            row = dataclasses.replace(row, runtime_ratio=statistics.median(ratios), runtime_ratios=ratios)
-        rows.append(row)
-    return rows
-
-
 def run_update(args: argparse.Namespace) -> int:
     """Measure each policy on the graphs and store its baselines; graphs that failed are named. For a
     new policy version, show per graph how it compares with the version stored before."""
@@ -221,7 +157,9 @@ def run_update(args: argparse.Namespace) -> int:
     failed = failing = 0
     gaps = load_known_gaps(baselines_directory() / KNOWN_GAPS_FILE)
     for reference in _policies(args.policy):
-        policy, rows = _measure(reference, args, args.measurements)
+        policy, rows = measure_policy(
+            reference, args.graphs, args.workers, args.repeats, args.min_run_time, args.measurements, True
+        )
         name = policy.artifact.metadata["name"]
         before = previous_versions(name, policy.label)
         compiler = resolve_compiler()
@@ -296,7 +234,7 @@ def run_diff(args: argparse.Namespace) -> int:
 
     regressions, report = 0, []
     for reference in _policies(args.policy):
-        policy, rows = _measure(reference, args)
+        policy, rows = measure_policy(reference, args.graphs, args.workers, args.repeats, args.min_run_time)
         stored = load(
             policy.artifact.metadata["name"], policy.label, _compiler_version(), allow_jaxlib_change=True
         )
