@@ -15,9 +15,9 @@ import xlabench
 # Bottom to top. A package may import the packages below it, never one above: the data path
 # xla -> graphs -> env -> search -> policies -> agents -> eval -> bench -> baselines -> retraining ->
 # plugin, with the interactive protocol and the command line on top. `models` (the JAX programs the
-# graphs are lowered from) sits under graphs; `errors`, `files` and `cluster` are shared by all.
+# graphs are lowered from) sits under graphs; `errors`, `files`, `cluster` and `settings` are shared by all.
 LAYERS = (
-    ("errors", "files", "cluster"),
+    ("errors", "files", "cluster", "settings"),
     ("xla", "models"),
     ("graphs",),
     ("env",),

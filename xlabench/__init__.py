@@ -15,7 +15,8 @@ The public API, by stage of the data path (docs/design.md, "A newcomer's map"):
 - the environment: `PassOrderingEnv`, `EnvironmentConfig` (its defaults are the shipped policy's);
 - policies: `Policy`, `load_policy`, `rollout`;
 - training: `train`;
-- evaluation: `evaluate`, `Evaluation`.
+- evaluation: `evaluate`, `Evaluation`;
+- settings: `Settings` (what the environment decides: `Settings.from_environment()`; `xlabench.settings`).
 
 Names are imported on first use, so `import xlabench` stays light.
 """
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from xlabench.eval.evaluate import Evaluation, evaluate
     from xlabench.graphs.loader import Graph, resolve_graphs
     from xlabench.policies.policy import Policy, load_policy, rollout
+    from xlabench.settings import Settings
     from xlabench.xla import (
         Compiler,
         HloModule,
@@ -63,6 +65,7 @@ _DEFINED_IN = {
     "train": "xlabench.agents.train",
     "Evaluation": "xlabench.eval.evaluate",
     "evaluate": "xlabench.eval.evaluate",
+    "Settings": "xlabench.settings",
 }
 
 __all__ = [
@@ -74,6 +77,7 @@ __all__ = [
     "PassDriver",
     "PassOrderingEnv",
     "Policy",
+    "Settings",
     "apply_pass",
     "default_driver",
     "evaluate",

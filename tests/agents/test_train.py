@@ -221,3 +221,23 @@ def test_ppo_after_a_warm_start_trains_on_a_users_graph_files(tmp_path):
     assert training["graphs"] == str(tmp_path) and training["ppo_graphs"] == ["mine"]
     assert run.warm_start["network"] == "FollowsXlaOrderPolicy" and run.warm_start["try_share"] is None
     assert run.warm_start["expert"].startswith("followed xla_next")
+
+
+def test_an_environment_factory_keeps_the_settings_it_was_made_under(small_graph):
+    # SubprocVecEnv and Ray run the factory in another process, where a command's settings in effect
+    # are not: the factory carries those of the process that made it.
+    import pickle
+
+    import cloudpickle
+
+    from xlabench.settings import current, in_effect
+
+    asked = current().with_options(compiler_timeout_seconds=77.0)
+    with in_effect(asked):
+        factory = make_environment(small_graph, "ppo", 0, 0)
+    env = pickle.loads(cloudpickle.dumps(factory))()
+    try:
+        assert env.unwrapped.driver.settings == asked and env.unwrapped.driver.timeout == 77.0
+    finally:
+        env.close()
+        env.unwrapped.driver.pool.close()

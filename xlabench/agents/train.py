@@ -54,6 +54,7 @@ from xlabench.env.observation import observation_space
 from xlabench.graphs import Graph
 from xlabench.policies.artifact import observation_spec
 from xlabench.policies.policy import LOWEST_PAST_XLA_ORDER
+from xlabench.settings import Settings, current
 from xlabench.xla import PassDriver, default_driver
 from xlabench.xla.compilers.named_compilers import describe_compiler
 from xlabench.xla.compilers.worker_pool import CompilerPool
@@ -160,10 +161,15 @@ def make_environment(
     own_process: bool = False,
     environment: EnvironmentConfig = ENVIRONMENT,
     hyperparameters: AlgorithmConfig | None = None,
+    settings: Settings | None = None,
 ) -> Callable[[], gymnasium.Env]:
     """A factory for one training environment (`own_process`: it runs in a process of its own) with
-    `environment`'s settings, wrapped as `algorithm` (with `hyperparameters`, default its own) needs."""
+    `environment`'s settings, wrapped as `algorithm` (with `hyperparameters`, default its own) needs;
+    its compiler runs under `settings` (default: those in effect here)."""
     config = hyperparameters or hyperparameters_of(algorithm)
+    # Resolved here, in the caller: the factory may run in another process, where the settings the
+    # command put in effect are not (`xlabench.settings.in_effect` is this process's).
+    settings = settings or current()
 
     def build() -> gymnasium.Env:
         from stable_baselines3.common.monitor import Monitor
@@ -177,7 +183,9 @@ def make_environment(
         from xlabench.policies.networks import MASKABLE
 
         env: gymnasium.Env = PassOrderingEnv(
-            graphs=graphs, driver=PassDriver(pool=CompilerPool(size=1)), **environment.to_json()
+            graphs=graphs,
+            driver=PassDriver(pool=CompilerPool(size=1, settings=settings), settings=settings),
+            **environment.to_json(),
         )
         if isinstance(config, ShapingPPOConfig):
             env = CostShaping(env, GAMMA, config.shaping_coefficient)

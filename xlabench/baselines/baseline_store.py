@@ -27,6 +27,7 @@ from xlabench.baselines.baseline_records import BaselineEntry, PreviousVersion
 from xlabench.errors import UserInputError
 from xlabench.eval.evaluation_records import EvaluationRow
 from xlabench.files import checkout_directory, json_bytes, write_atomically
+from xlabench.settings import Settings, current
 from xlabench.xla.shared.releases import compiler_title
 
 FORMAT = 1
@@ -39,12 +40,13 @@ class BaselineError(UserInputError):
     """A baseline that cannot be read or trusted; the message names the file."""
 
 
-def baselines_directory() -> Path:
-    """Where baselines live: $XLABENCH_BASELINES_DIR, else the checkout's `baselines/`, else (installed
-    from a wheel) `baselines/` in the current directory: a project's own, never inside site-packages."""
-    configured = os.environ.get("XLABENCH_BASELINES_DIR")
-    if configured:
-        return Path(configured)
+def baselines_directory(settings: Settings | None = None) -> Path:
+    """Where baselines live: the settings' (default: in effect; $XLABENCH_BASELINES_DIR,
+    --xlabench-baselines), else the checkout's `baselines/`, else (installed from a wheel) `baselines/` in
+    the current directory: a project's own, never inside site-packages."""
+    configured = (settings or current()).baselines_directory
+    if configured is not None:
+        return configured
     checkout = checkout_directory()
     return checkout / "baselines" if checkout is not None else Path.cwd() / "baselines"
 

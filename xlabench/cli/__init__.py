@@ -8,6 +8,7 @@ import sys
 from typing import NoReturn
 
 from xlabench.errors import XlabenchError
+from xlabench.settings import from_environment, in_effect
 from xlabench.xla.compilers.named_compilers import COMPILER_VARIABLE, resolve_compiler
 
 
@@ -100,10 +101,13 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exit:  # a parse mistake (one line, 2) or --help (0)
         return int(exit.code or 0)
     try:
+        # Resolved once: the environment's settings with the command's options over them, in effect
+        # for the whole command (every driver, pool and worker it makes runs under them).
+        settings = from_environment()
         if getattr(args, "compiler", None):
-            # Every driver, pool and worker process of this run resolves the compiler from here.
-            os.environ[COMPILER_VARIABLE] = resolve_compiler(args.compiler).name
-        return int(args.handler(args) or 0)
+            settings = settings.with_options(compiler=resolve_compiler(args.compiler, settings).name)
+        with in_effect(settings):
+            return int(args.handler(args) or 0)
     except XlabenchError as error:
         print(f"xlabench: error: {error}", file=sys.stderr)
         return 2

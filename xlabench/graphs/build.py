@@ -25,6 +25,7 @@ from xlabench.errors import UserInputError
 from xlabench.files import write_atomically
 from xlabench.graphs import graph_sets
 from xlabench.graphs.suite_definition import GraphSpec, suite
+from xlabench.settings import current
 
 if TYPE_CHECKING:
     from xlabench.models.common import Program
@@ -111,7 +112,7 @@ def lower_program(program: Program, name: str) -> str:
 
 def _lower_tensorflow(spec: GraphSpec) -> tuple[str, str]:
     """TensorFlow's XLA bridge in the TensorFlow interpreter, then the module printed by jaxlib's XLA."""
-    python = os.environ.get(TENSORFLOW_PYTHON_VARIABLE)
+    python = current().tensorflow_python
     if not python:
         raise UserInputError(
             f"{spec.name}: the tensorflow family is lowered by TensorFlow: set {TENSORFLOW_PYTHON_VARIABLE} "

@@ -220,8 +220,9 @@ class KnownGap:
 _GAP_KEYS = ("graph", "policy", "gate", "reason", "date")
 
 
-def load_known_gaps(path: Path) -> list[KnownGap]:
-    """The gaps listed in a known-gaps.toml (none when the file does not exist).
+def load_known_gaps(path: Path, policies_root: Path | None = None) -> list[KnownGap]:
+    """The gaps listed in a known-gaps.toml (none when the file does not exist); their policies are looked
+    up in `policies_root` (default: the policies directory).
 
     Anything the file says that would not apply -- a table other than `[[gap]]`, a key no gap has, a
     gate no gate has, a policy (or version) not stored -- is refused, one line a problem: a misspelled
@@ -242,7 +243,7 @@ def load_known_gaps(path: Path) -> list[KnownGap]:
     if not isinstance(entries, list) or not all(isinstance(entry, dict) for entry in entries):
         problems.append(f"{path}: `gap` must be an array of tables ([[gap]] entries)")
         entries = []
-    stored = set(policy_names())
+    stored = set(policy_names(policies_root))
     gaps = []
     for number, entry in enumerate(entries, start=1):
         unknown = sorted(set(entry) - set(_GAP_KEYS))
@@ -262,7 +263,9 @@ def load_known_gaps(path: Path) -> list[KnownGap]:
             problems.append(
                 f"{path}: gap {number}: no policy {name!r} is stored (policies: {', '.join(sorted(stored))})"
             )
-        elif version and not any(f"v{major}.{minor}" == version for major, minor in versions(name)):
+        elif version and not any(
+            f"v{major}.{minor}" == version for major, minor in versions(name, policies_root)
+        ):
             problems.append(f"{path}: gap {number}: policy {name} has no version {version}")
         gaps.append(KnownGap(**fields))
     if problems:

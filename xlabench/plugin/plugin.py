@@ -10,7 +10,6 @@ writes it as JSON). `--xlabench-disable-pass NAME` turns a pass off in every com
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,6 +44,7 @@ from xlabench.policies.artifact import (
     resolve,
 )
 from xlabench.policies.policy import load_policy
+from xlabench.settings import Settings, from_environment
 from xlabench.xla import PassDriver
 from xlabench.xla.compilers.named_compilers import resolve_compiler
 from xlabench.xla.compilers.worker_pool import CompilerPool
@@ -60,23 +60,32 @@ PROPERTY_COVERAGE = "xlabench-coverage"
 
 
 @dataclass(frozen=True)
-class Settings:
-    """The plugin's options, read once per process."""
+class SuiteOptions:
+    """The plugin's options, read once per process; `settings` is xlabench's (`xlabench.settings`): the
+    environment's with the plugin's directories, compiler and disabled passes laid over them."""
 
+    settings: Settings
     graphs: str
     graphs_given: bool
     policies: tuple[str, ...]
-    disabled_passes: tuple[str, ...]
     report: str | None
     tolerances: Tolerances
     repeats: int
     min_run_seconds: float
     # False with --xlabench-no-runtime: gate (c) is off (outputs are still compared, gate (d)).
     runtime: bool
-    baselines: Path | None
-    compiler: str | None
     examples: int
     seed: int
+
+    @property
+    def policies_root(self) -> Path:
+        """The policies directory judged from."""
+        return policies_directory(self.settings)
+
+    @property
+    def baselines_root(self) -> Path:
+        """The baselines directory judged against."""
+        return baselines_directory(self.settings)
 
 
 @dataclass(frozen=True)
@@ -88,7 +97,7 @@ class Case:
     policy_label: str
 
 
-SETTINGS = pytest.StashKey[Settings]()
+OPTIONS = pytest.StashKey[SuiteOptions]()
 
 # The tiers, each judging fully what it runs: `pytest -m smoke` is every test not marked slow plus one
 # gate per family and policy (on the family's smallest graph, runtime gate included); `-m "not
@@ -220,16 +229,22 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """Read the options, check the ones given, register the session summary."""
     option = config.getoption
-    baselines = _directory_option(config, "xlabench_baselines", "XLABENCH_BASELINES_DIR", "baselines")
-    policies = _directory_option(config, "xlabench_policies", "XLABENCH_POLICIES_DIR", "policies")
-    if policies is not None:
-        # The one place policies are looked up: xdist workers configure alike and inherit it.
-        os.environ["XLABENCH_POLICIES_DIR"] = str(policies)
-    settings = Settings(
+    try:
+        environment = from_environment()
+    except UserInputError as error:
+        raise pytest.UsageError(f"xlabench: {error}") from None
+    # Passed down to what the plugin makes (judge, cases, semantics check); xdist workers resolve alike.
+    settings = environment.with_options(
+        baselines_directory=_directory_option(config, "xlabench_baselines", environment.baselines_directory),
+        policies_directory=_directory_option(config, "xlabench_policies", environment.policies_directory),
+        compiler=option("xlabench_compiler"),
+        disabled_passes=tuple(option("xlabench_disable_pass")) or None,
+    )
+    options = SuiteOptions(
+        settings=settings,
         graphs=option("xlabench_graphs") or "all",
         graphs_given=option("xlabench_graphs") is not None,
         policies=tuple(option("xlabench_policy")),
-        disabled_passes=tuple(option("xlabench_disable_pass")),
         report=option("xlabench_report"),
         tolerances=Tolerances(
             option("xlabench_op_tolerance"),
@@ -241,68 +256,63 @@ def pytest_configure(config: pytest.Config) -> None:
         repeats=option("xlabench_repeats"),
         min_run_seconds=option("xlabench_min_run_time"),
         runtime=not option("xlabench_no_runtime"),
-        baselines=baselines,
-        compiler=option("xlabench_compiler"),
         examples=option("xlabench_examples"),
         seed=option("xlabench_seed"),
     )
-    config.stash[SETTINGS] = settings
+    config.stash[OPTIONS] = options
     for marker in MARKERS:
         config.addinivalue_line("markers", marker)
     config.pluginmanager.register(SessionSummary(config), "xlabench-summary")
     config.pluginmanager.register(Benchmarks(config), "xlabench-benchmarks")
-    _check_given_options(config, settings)
+    _check_given_options(config, options)
 
 
-def _directory_option(config: pytest.Config, name: str, variable: str, folder: str) -> Path | None:
+def _directory_option(config: pytest.Config, name: str, from_environment: Path | None) -> Path | None:
     """A directory from the option (relative to the working directory), the ini key (to the rootdir),
-    else -- unless the environment variable names one -- `folder` in the rootdir when there is one:
-    wherever pytest is started in a project, its own baselines and policies are the ones judged by."""
+    the environment's, else `policies/` or `baselines/` in the rootdir when there is one: wherever
+    pytest is started in a project, its own baselines and policies are the ones judged by."""
     given = config.getoption(name)
     if given:
         return Path(given).resolve()
     configured = config.getini(name)
     if configured:
         return (config.rootpath / configured).resolve()
-    in_root = config.rootpath / folder
-    return in_root.resolve() if not os.environ.get(variable) and in_root.is_dir() else None
+    in_root = config.rootpath / name.removeprefix("xlabench_")
+    return from_environment or (in_root.resolve() if in_root.is_dir() else None)
 
 
-def _check_given_options(config: pytest.Config, settings: Settings) -> None:
+def _check_given_options(config: pytest.Config, options: SuiteOptions) -> None:
     """A mistyped graph SPEC, policy or pass stops pytest at once with one line (only options given:
     a plain `pytest` in a project without policies must not fail for the plugin being installed), and
     so does a known-gaps.toml that would not apply (one line a problem)."""
 
     try:
         # A known-gaps file that would not apply stops the session too, not each case that reads it.
-        load_known_gaps((settings.baselines or baselines_directory()) / KNOWN_GAPS_FILE)
-        if settings.compiler:
-            resolve_compiler(settings.compiler)
-        if settings.policies or settings.graphs_given:
-            suite_cases(settings)
+        settings = options.settings
+        load_known_gaps(options.baselines_root / KNOWN_GAPS_FILE, options.policies_root)
+        compiler = resolve_compiler(settings=settings) if settings.compiler else None
+        if options.policies or options.graphs_given:
+            suite_cases(options)
         if settings.disabled_passes:
-            PassDriver(
-                use_cache=False,
-                disabled_passes=settings.disabled_passes,
-                compiler=resolve_compiler(settings.compiler),
-            ).check_disabled_passes()
+            PassDriver(use_cache=False, compiler=compiler, settings=settings).check_disabled_passes()
     except UserInputError as error:
         raise pytest.UsageError(f"xlabench: {error}") from None
 
 
-def suite_cases(settings: Settings, added: list[Any] = ()) -> list[Case]:
+def suite_cases(options: SuiteOptions, added: list[Any] = ()) -> list[Case]:
     """Graphs x policies (given, or the latest of each under policies/). Without `--xlabench-graphs`,
     each policy is judged on its scope (`graph_scope`): a policy trained on one family, on that family.
     `added` (from the `pytest_xlabench_add_graphs` hook) goes with every policy."""
 
-    references = list(settings.policies) or policy_names()
+    root = options.policies_root
+    references = list(options.policies) or policy_names(root)
     if not references:
-        raise UserInputError(f"no policies in {policies_directory()} (train one with `xlabench retrain`)")
-    given = resolve_graphs(settings.graphs)
+        raise UserInputError(f"no policies in {root} (train one with `xlabench retrain`)")
+    given = resolve_graphs(options.graphs)
     cases = []
     for reference in references:
-        metadata = read_metadata(resolve(reference))
-        graphs = given if settings.graphs_given else gated_graphs(metadata)
+        metadata = read_metadata(resolve(reference, root))
+        graphs = given if options.graphs_given else gated_graphs(metadata)
         named = {graph.name for graph in graphs}
         graphs = [*graphs, *(graph for graph in added if graph.name not in named)]
         cases += [Case(graph, reference, f"{metadata['name']}@{metadata['version']}") for graph in graphs]
@@ -324,7 +334,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
     if "xlabench_miscompile" in metafunc.fixturenames:
         try:
-            known: list[Any] = known_miscompiles(metafunc.config.stash[SETTINGS].baselines)
+            known: list[Any] = known_miscompiles(metafunc.config.stash[OPTIONS].baselines_root)
         except UserInputError as error:
             known = [UnusableSuite(str(error))]
         if not known:
@@ -337,7 +347,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
 
     try:
-        cases = suite_cases(metafunc.config.stash[SETTINGS], added_graphs(metafunc.config))
+        cases = suite_cases(metafunc.config.stash[OPTIONS], added_graphs(metafunc.config))
     except UserInputError as error:
         # Given options were checked at start-up; what is left (no policies at all) fails one test.
         metafunc.parametrize("xlabench_case", [UnusableSuite(str(error))], ids=["unusable"])
@@ -394,16 +404,17 @@ class UnusableSuite:
 class Judge:
     """Per process: one compiler driver, policies and baselines loaded once, a verdict per case."""
 
-    def __init__(self, settings: Settings, hook: Any = None) -> None:
+    def __init__(self, options: SuiteOptions, hook: Any = None) -> None:
 
-        self.settings = settings
+        self.options = options
+        settings = options.settings
         self.hook = (
             hook  # the session's pytest hooks (`pytest_xlabench_gate_tolerances`), None outside pytest
         )
         # One compiler worker per pytest worker (-n auto fills the cores), of the compiler under test.
-        self.pool = CompilerPool(size=1, compiler=resolve_compiler(settings.compiler))
+        self.pool = CompilerPool(size=1, compiler=resolve_compiler(settings=settings), settings=settings)
         # The simulated compiler change is this driver's alone: other tests in the session keep the compiler.
-        self.driver = PassDriver(pool=self.pool, disabled_passes=settings.disabled_passes or None)
+        self.driver = PassDriver(pool=self.pool, settings=settings)
         self._policies: dict[str, Any] = {}
         self._baselines: dict[str, Any] = {}
         self._reference: dict[str, Any] = {}  # compiler name -> (pool, driver) of a baseline's own compiler
@@ -414,7 +425,7 @@ class Judge:
         """The verified policy (loaded once)."""
 
         if reference not in self._policies:
-            self._policies[reference] = load_policy(reference, self.driver)
+            self._policies[reference] = load_policy(reference, self.driver, self.options.policies_root)
         return self._policies[reference]
 
     def baselines(self, policy: Any) -> Any:
@@ -423,7 +434,7 @@ class Judge:
         name = policy.artifact.metadata["name"]
         if name not in self._baselines:
             self._baselines[name] = load(
-                name, policy.label, self.driver.compiler.name, True, self.settings.baselines
+                name, policy.label, self.driver.compiler.name, True, self.options.baselines_root
             )
         return self._baselines[name]
 
@@ -439,8 +450,8 @@ class Judge:
         """The reviewed gaps of `known-gaps.toml` in the baselines directory (read once)."""
 
         if self._known_gaps is None:
-            root = self.settings.baselines or baselines_directory()
-            self._known_gaps = load_known_gaps(root / KNOWN_GAPS_FILE)
+            root = self.options.baselines_root
+            self._known_gaps = load_known_gaps(root / KNOWN_GAPS_FILE, self.options.policies_root)
         return self._known_gaps
 
     def changed_by(self, case: Case, row: EvaluationRow, baseline: BaselineEntry, made: str) -> str | None:
@@ -451,8 +462,9 @@ class Judge:
             return None
         try:
             if made not in self._reference:
-                pool = CompilerPool(size=1, compiler=resolve_compiler(made))
-                self._reference[made] = (pool, PassDriver(pool=pool))
+                settings = self.options.settings
+                pool = CompilerPool(size=1, compiler=resolve_compiler(made, settings), settings=settings)
+                self._reference[made] = (pool, PassDriver(pool=pool, settings=settings))
             reference = self._reference[made][1]
             text = case.graph.hlo_text()
             found = None
@@ -484,15 +496,15 @@ class Judge:
             in_scope = self.in_scope(policy, case.graph.name)
         except UserInputError as error:
             pytest.fail(f"xlabench: {error}", pytrace=False)
-        settings = self.settings
-        tolerances = settings.tolerances
+        options = self.options
+        tolerances = options.tolerances
         if self.hook is not None:
             chosen = self.hook.pytest_xlabench_gate_tolerances(
                 graph=case.graph, policy=policy.label, tolerances=tolerances
             )
             tolerances = chosen if chosen is not None else tolerances
-        if settings.runtime:
-            row = measure(self.driver, case.graph, policy, settings.repeats, settings.min_run_seconds)
+        if options.runtime:
+            row = measure(self.driver, case.graph, policy, options.repeats, options.min_run_seconds)
         else:  # gate (c) off: both executables still run once, for gate (d); no ratio to judge
             row = measure(self.driver, case.graph, policy, repeats=1, min_run_seconds=0.0)
             row.runtime_ratio, row.run_seconds = None, None
@@ -501,7 +513,7 @@ class Judge:
             # Runtimes are noisy on a busy machine: a runtime failure stands only if a second measurement
             # (the rollout comes from the cache, the executables are compiled and timed again) shows it too.
             again = measure(
-                self.driver, case.graph, policy, self.settings.repeats, self.settings.min_run_seconds
+                self.driver, case.graph, policy, self.options.repeats, self.options.min_run_seconds
             )
             confirmed = judge(again, baseline, tolerances)
             if not any(failure.startswith("runtime") for failure in confirmed):
@@ -529,7 +541,7 @@ class Judge:
             origin,
             changed_by=changed_by,
         )
-        verdict.runtime_judged = self.settings.runtime and runtime_judged(row, tolerances)
+        verdict.runtime_judged = self.options.runtime and runtime_judged(row, tolerances)
         verdict.failures, verdict.known, matched = split_known(failures, gaps, verdict.runtime_judged)
         verdict.known_reasons = [gap.describe() for gap in matched]
         return verdict
@@ -544,15 +556,15 @@ class Judge:
 @pytest.fixture(scope="session")
 def xlabench_judge(pytestconfig: pytest.Config) -> Any:
     """This process's Judge (compiler driver, policies, baselines)."""
-    judge = Judge(pytestconfig.stash[SETTINGS], pytestconfig.hook)
+    judge = Judge(pytestconfig.stash[OPTIONS], pytestconfig.hook)
     yield judge
     judge.close()
 
 
 @pytest.fixture(scope="session")
-def xlabench_settings(pytestconfig: pytest.Config) -> Settings:
-    """The plugin's options."""
-    return pytestconfig.stash[SETTINGS]
+def xlabench_options(pytestconfig: pytest.Config) -> SuiteOptions:
+    """The plugin's options (with xlabench's settings, `.settings`)."""
+    return pytestconfig.stash[OPTIONS]
 
 
 class SessionSummary:
@@ -572,7 +584,7 @@ class SessionSummary:
             return
         geomean = runtime_geomean(self.verdicts)
         if geomean is not None:
-            self.geomean_failures = judge_geomean(geomean, self.config.stash[SETTINGS].tolerances)
+            self.geomean_failures = judge_geomean(geomean, self.config.stash[OPTIONS].tolerances)
         if self.geomean_failures and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
@@ -605,18 +617,19 @@ class SessionSummary:
                     else ""
                 )
             )
-        settings = self.config.stash[SETTINGS]
+        options = self.config.stash[OPTIONS]
+        disabled = options.settings.disabled_passes
         verdicts = sorted(
             self.verdicts, key=lambda verdict: (-verdict["damage"], verdict["graph"], verdict["policy"])
         )
-        if settings.report:
-            document = {"disabled_passes": list(settings.disabled_passes), "results": verdicts}
-            write_json(settings.report, document)
+        if options.report:
+            document = {"disabled_passes": list(disabled), "results": verdicts}
+            write_json(options.report, document)
         if not verdicts:
             return
-        change = f", {', '.join(settings.disabled_passes)} disabled" if settings.disabled_passes else ""
+        change = f", {', '.join(disabled)} disabled" if disabled else ""
         change += f", on {compiler_title(verdicts[0]['compiler'])}" if verdicts else ""
-        change += "" if settings.runtime else ", runtime gate off (--xlabench-no-runtime)"
+        change += "" if options.runtime else ", runtime gate off (--xlabench-no-runtime)"
         failed = sum(1 for verdict in verdicts if verdict["failures"])
         known = sum(1 for verdict in verdicts if verdict.get("known") and not verdict["failures"])
         terminalreporter.write_sep(
@@ -638,7 +651,7 @@ class SessionSummary:
             unbased = sum(1 for verdict in hidden if verdict["baseline_R"] is None)
             # Only what was judged passed: say what was not (runtime under the floor, no baseline).
             caveats = ""
-            if unjudged and not settings.runtime:
+            if unjudged and not options.runtime:
                 caveats += "; runtime not judged (--xlabench-no-runtime)"
             elif unjudged:
                 caveats += f"; {unjudged} with runtime not judged"
@@ -654,8 +667,8 @@ class SessionSummary:
                 + (f" (baselines {before:.3f})" if before is not None else "")
                 + f": {'FAILED ' if self.geomean_failures else ''}{outcome}"
             )
-        if settings.report:
-            terminalreporter.write_line(f"xlabench: report written to {settings.report}")
+        if options.report:
+            terminalreporter.write_line(f"xlabench: report written to {options.report}")
 
 
 def _summary_line(verdict: dict[str, Any]) -> str:

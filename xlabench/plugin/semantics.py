@@ -268,7 +268,7 @@ class SemanticsCheck:
             return None
         graph, outcome = self.last_failure
         digest = hashlib.sha256(json.dumps([graph.name, outcome.applied]).encode()).hexdigest()[:12]
-        base = directory or Path(cache_directory()) / "reproducers"
+        base = directory or Path(cache_directory(self.driver.settings)) / "reproducers"
         target = base / f"semantics-{graph.name}-{digest}"
         module_file = target / "module.hlo"
         details: dict[str, Any] = {

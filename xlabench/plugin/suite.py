@@ -64,7 +64,7 @@ def test_policy_on_graph(
 
 @pytest.mark.slow
 def test_pass_sequences_preserve_outputs(
-    xlabench_judge: Any, xlabench_settings: Any, record_property: Any
+    xlabench_judge: Any, xlabench_options: Any, record_property: Any
 ) -> None:
     """Hypothesis: any sequence of actions (1-30) leaves a small graph computing what it did, on
     several input sets (bf16: no less accurately, against the graph lifted to f32)."""
@@ -73,13 +73,13 @@ def test_pass_sequences_preserve_outputs(
     from hypothesis.database import DirectoryBasedExampleDatabase
 
     driver = xlabench_judge.driver
-    graphs = semantics_graphs(xlabench_settings.graphs)
+    graphs = semantics_graphs(xlabench_options.graphs)
     actions = action_passes(driver)
-    check = SemanticsCheck(driver, known=known_miscompiles(xlabench_settings.baselines))
+    check = SemanticsCheck(driver, known=known_miscompiles(xlabench_options.baselines_root))
 
-    @seed(xlabench_settings.seed)
+    @seed(xlabench_options.seed)
     @settings(
-        max_examples=xlabench_settings.examples,
+        max_examples=xlabench_options.examples,
         deadline=None,
         database=DirectoryBasedExampleDatabase(database_directory()),
         suppress_health_check=list(HealthCheck),
@@ -127,7 +127,11 @@ def test_known_miscompile(xlabench_miscompile: Any, xlabench_judge: Any) -> None
     if isinstance(known, UnusableSuite):
         pytest.fail(f"xlabench: {known.reason}", pytrace=False)
     # The reproducer's own compiler: the jaxlib installed, with the passes it was found with turned off.
-    driver = PassDriver(pool=xlabench_judge.pool, disabled_passes=list(known.disabled_passes) or None)
+    driver = PassDriver(
+        pool=xlabench_judge.pool,
+        disabled_passes=list(known.disabled_passes),
+        settings=xlabench_judge.options.settings,
+    )
     problems = replay_miscompile(driver, known)
     where = f"{known.graph} after {' '.join(known.sequence)} (reproducer {known.directory})"
     if driver.jaxlib_version == known.jaxlib:

@@ -29,6 +29,7 @@ from xlabench.errors import UserInputError
 from xlabench.files import checkout_directory, write_atomically, write_json
 from xlabench.graphs import Graph, resolve_graphs
 from xlabench.graphs.suite_definition import SPLITS, is_staged
+from xlabench.settings import Settings, current
 
 FORMAT = 1
 WEIGHTS_FILE = "weights.safetensors"
@@ -43,12 +44,12 @@ class PolicyError(UserInputError):
     """A policy that cannot be found, read or trusted; the message names the file."""
 
 
-def policies_directory() -> Path:
-    """Where policies live: $XLABENCH_POLICIES_DIR, else the checkout's `policies/`, else (installed from a
-    wheel) the shipped policies inside the package."""
-    configured = os.environ.get("XLABENCH_POLICIES_DIR")
-    if configured:
-        return Path(configured)
+def policies_directory(settings: Settings | None = None) -> Path:
+    """Where policies live: the settings' (default: in effect; $XLABENCH_POLICIES_DIR, --xlabench-policies),
+    else the checkout's `policies/`, else (installed from a wheel) the shipped policies inside the package."""
+    configured = (settings or current()).policies_directory
+    if configured is not None:
+        return configured
     checkout = checkout_directory()
     return checkout / "policies" if checkout is not None else Path(__file__).resolve().parents[1] / SHIPPED
 

@@ -24,22 +24,23 @@ import zlib
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from xlabench.settings import Settings, current
 from xlabench.xla.shared.cache_directory import cache_directory
 from xlabench.xla.shared.module_structure import FINGERPRINT_VERSION
 
 # Part of the database's file name: a cache written under another schema is never read.
 # Bump it (or FINGERPRINT_VERSION) whenever a key or a record would mean something else.
 CACHE_SCHEMA = f"v4-f{FINGERPRINT_VERSION}"
-DEFAULT_MAX_MEGABYTES = 4096
 # How often (in writes) the size is checked, and what share of the records an eviction drops.
 _SIZE_CHECK_EVERY = 256
 _EVICTED_FRACTION = 0.25
 _Result = TypeVar("_Result")
 
 
-def crash_directory() -> str:
-    """Where crash and hang reproducers go: $XLABENCH_CRASH_DIR, or `crashes/` in the cache directory."""
-    return os.environ.get("XLABENCH_CRASH_DIR") or os.path.join(cache_directory(), "crashes")
+def crash_directory(settings: Settings | None = None) -> str:
+    """Where crash and hang reproducers go: $XLABENCH_CRASH_DIR, or `crashes/` in the cache directory
+    (default: the settings in effect)."""
+    return (settings or current()).crash_directory
 
 
 _warned: set[str] = set()
@@ -91,10 +92,13 @@ class TransitionCache:
     a result: a record not found is computed.
     """
 
-    def __init__(self, path: str | None = None, max_megabytes: float | None = None) -> None:
-        self.path = path or os.path.join(cache_directory(), f"transitions-{CACHE_SCHEMA}.sqlite")
+    def __init__(
+        self, path: str | None = None, max_megabytes: float | None = None, settings: Settings | None = None
+    ) -> None:
+        settings = settings or current()
+        self.path = path or os.path.join(cache_directory(settings), f"transitions-{CACHE_SCHEMA}.sqlite")
         if max_megabytes is None:
-            max_megabytes = float(os.environ.get("XLABENCH_CACHE_MAX_MB", DEFAULT_MAX_MEGABYTES))
+            max_megabytes = settings.cache_max_megabytes
         self.max_bytes = int(max_megabytes * 1024 * 1024)
         self._lock = threading.Lock()
         self._connection: sqlite3.Connection | None = None

@@ -1,12 +1,12 @@
 """A simulated compiler change: passes turned off in every compile a driver makes.
 
-Set per driver (`disabled_passes`) or for every driver of a process (`XLABENCH_DISABLE_PASSES=algsimp,cse`):
+Set per driver (`disabled_passes`), else by the settings (`XLABENCH_DISABLE_PASSES=algsimp,cse`,
+`--xlabench-disable-pass`; `xlabench.settings`):
 the default pipeline, the required passes and the executables all run without them.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -15,12 +15,6 @@ from xlabench.xla.compilers.pass_names import check_disablable
 
 # Passes to turn off in every compile (comma-separated): a simulated compiler change.
 DISABLE_PASSES_VARIABLE = "XLABENCH_DISABLE_PASSES"
-
-
-def disabled_passes_from_environment() -> list[str]:
-    """The passes $XLABENCH_DISABLE_PASSES turns off (comma-separated; empty when unset)."""
-    value = os.environ.get(DISABLE_PASSES_VARIABLE, "")
-    return [name.strip() for name in value.split(",") if name.strip()]
 
 
 class CompilerChange:

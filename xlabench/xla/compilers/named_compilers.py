@@ -43,9 +43,9 @@ from typing import Any
 
 from xlabench.errors import UserInputError
 from xlabench.files import write_json
+from xlabench.settings import Settings, current
 from xlabench.xla.compilers.build_identity import InterpreterQueryFailed, build_identity, interpreter_packages
 from xlabench.xla.compilers.worker_handle import Worker, WorkerDied, WorkerTimedOut
-from xlabench.xla.shared.cache_directory import cache_directory
 from xlabench.xla.shared.releases import (
     ACCEPT_BUILD_VARIABLE,
     UnsupportedCompiler,
@@ -127,9 +127,10 @@ def describe_compiler(compiler: Compiler) -> dict[str, Any]:
 COMPILERS_DIRECTORY_VARIABLE = "XLABENCH_COMPILERS_DIR"
 
 
-def compilers_directory() -> str:
-    """Where managed compilers live: $XLABENCH_COMPILERS_DIR or the cache's compilers/."""
-    return os.environ.get(COMPILERS_DIRECTORY_VARIABLE) or os.path.join(cache_directory(), "compilers")
+def compilers_directory(settings: Settings | None = None) -> str:
+    """Where managed compilers live: $XLABENCH_COMPILERS_DIR or the cache's compilers/ (default: the
+    settings in effect)."""
+    return (settings or current()).compilers_directory
 
 
 def installed_compiler() -> Compiler | None:
@@ -232,13 +233,15 @@ def _check_name_form(name: str) -> None:
         )
 
 
-def resolve_compiler(name: str | None = None) -> Compiler:
-    """The compiler named `name`, or by $XLABENCH_COMPILER, or else the installed one.
+def resolve_compiler(name: str | None = None, settings: Settings | None = None) -> Compiler:
+    """The compiler named `name`, or by the settings (default: in effect; $XLABENCH_COMPILER), or else the
+    installed one.
 
     Raises UserInputError (one line) for a release outside the supported range, a compiler not
     added, or a managed one that is broken.
     """
-    name = name or os.environ.get(COMPILER_VARIABLE) or None
+    settings = settings or current()
+    name = name or settings.compiler
     installed = installed_compiler()
     if name is None or (installed is not None and name == installed.name):
         if installed is None:
@@ -253,7 +256,7 @@ def resolve_compiler(name: str | None = None) -> Compiler:
             )
         check_supported(installed.version)
         return installed
-    return _resolve_managed(name)
+    return _resolve_managed(name, settings)
 
 
 @functools.lru_cache(maxsize=64)
@@ -265,12 +268,12 @@ def _resolve_cached(name: str, root: str, stamp: float) -> Compiler:
     return _from_record(name, directory, record)
 
 
-def _resolve_managed(name: str) -> Compiler:
+def _resolve_managed(name: str, settings: Settings) -> Compiler:
     """A managed compiler by name (remembered while its record is unchanged)."""
     if is_release(name):
         check_supported(name)
     _check_name_form(name)
-    directory = os.path.join(compilers_directory(), name)
+    directory = os.path.join(compilers_directory(settings), name)
     if not os.path.isdir(directory):
         if is_release(name):
             raise UserInputError(f"jaxlib {name} is not added: run `xlabench compilers add {name}`")
@@ -279,7 +282,7 @@ def _resolve_managed(name: str) -> Compiler:
         stamp = os.stat(os.path.join(directory, _RECORD)).st_mtime_ns
     except OSError:
         raise _broken(name, directory, f"no {_RECORD}") from None
-    return _resolve_cached(name, compilers_directory(), stamp)
+    return _resolve_cached(name, compilers_directory(settings), stamp)
 
 
 def _check_new_name(name: str) -> None:

@@ -10,18 +10,17 @@ replaced on the next call.
 from __future__ import annotations
 
 import atexit
-import os
 import queue
 import threading
 from typing import Any
 
+from xlabench.settings import DEFAULT_COMPILER_TIMEOUT_SECONDS, Settings, current
 from xlabench.xla.compilers.named_compilers import Compiler, compiler_build, resolve_compiler
 from xlabench.xla.compilers.worker_handle import RefusedCall, Worker, WorkerDied, WorkerTimedOut
 from xlabench.xla.shared.failures import CompilerFailure, DriverFailure, TransientFailure
 from xlabench.xla.shared.releases import BUILD_VARIABLE, UnsupportedCompiler
 
 __all__ = [
-    "DEFAULT_TIMEOUT_SECONDS",
     "CompilerFailure",
     "DriverFailure",
     "CompilerPool",
@@ -34,32 +33,37 @@ __all__ = [
     "default_pool",
 ]
 
-DEFAULT_TIMEOUT_SECONDS = float(os.environ.get("XLABENCH_COMPILER_TIMEOUT", "300"))
-
 
 class CompilerPool:
     """A fixed number of workers of one compiler, shared by threads; replaces workers that die.
 
-    `compiler` (default: `resolve_compiler()`, the installed jaxlib or $XLABENCH_COMPILER) decides
-    the interpreter the workers run under.
+    `compiler` (default: the settings' compiler, else the installed jaxlib) decides the interpreter the
+    workers run under; `settings` (default: those in effect, `xlabench.settings.current`) where their
+    caches are and how long a call may take; `environment` adds variables to the workers'.
     """
 
     def __init__(
-        self, size: int = 1, environment: dict[str, str] | None = None, compiler: Compiler | None = None
+        self,
+        size: int = 1,
+        environment: dict[str, str] | None = None,
+        compiler: Compiler | None = None,
+        settings: Settings | None = None,
     ) -> None:
         if size < 1:
             raise ValueError("a compiler pool needs at least one worker")
         self.size = size
-        self.compiler = compiler or resolve_compiler()
-        self._environment = environment
+        self.settings = settings or current()
+        self.compiler = compiler or resolve_compiler(settings=self.settings)
+        self.timeout = self.settings.compiler_timeout_seconds
+        self._environment = {**self.settings.worker_environment(), **(environment or {})}
         self._idle: queue.Queue[Worker | None] = queue.Queue()
         for _ in range(size):
             self._idle.put(None)  # started lazily: a pool that is never used costs nothing
         self.crashes = 0
         self.timeouts = 0
 
-    def call(self, function_name: str, timeout: float = DEFAULT_TIMEOUT_SECONDS, **arguments: Any) -> Any:
-        """Run one registered compiler function in a free worker.
+    def call(self, function_name: str, timeout: float | None = None, **arguments: Any) -> Any:
+        """Run one registered compiler function in a free worker (`timeout`: default the settings').
 
         Raises CompilerFailure, DriverFailure, WorkerDied, WorkerTimedOut, or RefusedCall for an
         unregistered name.
@@ -72,12 +76,12 @@ class CompilerPool:
                 worker = Worker(
                     {
                         **self.compiler.worker_environment(),
-                        **(self._environment or {}),
+                        **self._environment,
                         BUILD_VARIABLE: compiler_build(self.compiler),
                     },
                     self.compiler.python,
                 )
-            return worker.call(function_name, arguments, timeout)
+            return worker.call(function_name, arguments, self.timeout if timeout is None else timeout)
         except (CompilerFailure, DriverFailure, UnsupportedCompiler, RefusedCall):
             raise  # an answer: the worker is fine
         except (WorkerDied, WorkerTimedOut) as failure:
@@ -115,31 +119,43 @@ class CompilerPool:
             self._idle.put(None)
 
 
-_default_pools: dict[Compiler, CompilerPool] = {}
+_default_pools: dict[tuple[object, ...], CompilerPool] = {}
 _default_pool_lock = threading.Lock()
 
 
-def default_pool(compiler: Compiler | None = None) -> CompilerPool:
-    """The process-wide pool of a compiler (default: `resolve_compiler()`); size from XLABENCH_WORKERS."""
-    compiler = compiler or resolve_compiler()
+def default_pool(compiler: Compiler | None = None, settings: Settings | None = None) -> CompilerPool:
+    """The process-wide pool of a compiler (default: the settings') under `settings` (default: those in
+    effect); `settings.workers` workers."""
+    settings = settings or current()
+    compiler = compiler or resolve_compiler(settings=settings)
+    key = (
+        compiler,
+        settings.workers,
+        settings.compiler_timeout_seconds,
+        *sorted(settings.worker_environment().items()),
+    )
     with _default_pool_lock:
-        if compiler not in _default_pools:
-            pool = CompilerPool(size=int(os.environ.get("XLABENCH_WORKERS", "1")), compiler=compiler)
-            _default_pools[compiler] = pool
+        if key not in _default_pools:
+            pool = CompilerPool(size=settings.workers, compiler=compiler, settings=settings)
+            _default_pools[key] = pool
             atexit.register(pool.close)
-        return _default_pools[compiler]
+        return _default_pools[key]
 
 
 def call_once(
     function_name: str,
     environment: dict[str, str],
-    timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    timeout: float = DEFAULT_COMPILER_TIMEOUT_SECONDS,
     compiler: Compiler | None = None,
+    settings: Settings | None = None,
     **arguments: Any,
 ) -> tuple[Any, str]:
     """Run one call in a fresh worker of `compiler`, extra environment set; (result, its whole stderr)."""
-    compiler = compiler or resolve_compiler()
-    worker = Worker({**compiler.worker_environment(), **environment}, compiler.python)
+    settings = settings or current()
+    compiler = compiler or resolve_compiler(settings=settings)
+    worker = Worker(
+        {**compiler.worker_environment(), **settings.worker_environment(), **environment}, compiler.python
+    )
     try:
         result = worker.call(function_name, arguments, timeout)
         with open(worker.stderr_path, errors="replace") as handle:

@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from xlabench.settings import Settings, current
 from xlabench.xla.caches.transition_cache import TransitionCache
-from xlabench.xla.caches.transition_cache import crash_directory as default_crash_directory
 from xlabench.xla.caches.transition_store import TransitionStore, transition_key
 from xlabench.xla.compilers import worker_pool
 from xlabench.xla.compilers.client import CompilerClient
-from xlabench.xla.compilers.disabled_passes import CompilerChange, disabled_passes_from_environment
-from xlabench.xla.compilers.named_compilers import Compiler, compiler_build
+from xlabench.xla.compilers.disabled_passes import CompilerChange
+from xlabench.xla.compilers.named_compilers import Compiler, compiler_build, resolve_compiler
 from xlabench.xla.compilers.pass_catalogue import PassCatalogue, load_catalogue
 from xlabench.xla.driver.features import Features
 from xlabench.xla.driver.hlo_module import HloModule
@@ -28,7 +28,11 @@ from xlabench.xla.shared.module_names import under_internal_name, with_module_na
 
 
 class CompilerSession:
-    """The compiler under test, reached through an isolated pool, with a transition cache and reproducers."""
+    """The compiler under test, reached through an isolated pool, with a transition cache and reproducers.
+
+    What is not given comes from `settings` (default: those in effect, `xlabench.settings.current`): the
+    compiler, the disabled passes, whether to cache, where reproducers go, the call timeout.
+    """
 
     cache_key = staticmethod(transition_key)  # the transition-cache key of a compiler call
 
@@ -36,31 +40,38 @@ class CompilerSession:
         self,
         pool: worker_pool.CompilerPool | None = None,
         cache: TransitionCache | None = None,
-        use_cache: bool = True,
+        use_cache: bool | None = None,
         crash_directory: str | None = None,
-        timeout: float = worker_pool.DEFAULT_TIMEOUT_SECONDS,
+        timeout: float | None = None,
         disabled_passes: Iterable[str] | None = None,
         compiler: Compiler | None = None,
+        settings: Settings | None = None,
     ) -> None:
         super().__init__()
         if pool is not None and compiler is not None and pool.compiler != compiler:
             raise ValueError(
                 f"the pool runs {pool.compiler.label}, the driver was asked for {compiler.label}"
             )
-        # The compiler under test: the pool's, else the one named (default: `resolve_compiler()`).
-        self.pool = pool or worker_pool.default_pool(compiler)
+        settings = settings or current()
+        self.settings = settings
+        # The compiler under test: the pool's, else the one named, else the settings'.
+        if pool is None:
+            pool = worker_pool.default_pool(compiler or resolve_compiler(settings=settings), settings)
+        self.pool = pool
         self.compiler = self.pool.compiler
-        self.cache = (cache if cache is not None else TransitionCache()) if use_cache else None
+        use_cache = settings.use_cache if use_cache is None else use_cache
+        self.cache = (
+            (cache if cache is not None else TransitionCache(settings=settings)) if use_cache else None
+        )
         # The simulated compiler change: passes off in every compile (checked on first use).
         self.change = CompilerChange(
-            disabled_passes_from_environment() if disabled_passes is None else disabled_passes,
-            lambda: self.catalogue,
+            settings.disabled_passes if disabled_passes is None else disabled_passes, lambda: self.catalogue
         )
         self.disabled_passes = self.change.disabled_passes
-        self.crash_directory = crash_directory or default_crash_directory()
-        self.timeout = timeout
+        self.crash_directory = crash_directory or settings.crash_directory
+        self.timeout = settings.compiler_timeout_seconds if timeout is None else timeout
         self.client = CompilerClient(
-            self.pool, self.change, timeout, self.crash_directory, lambda: self.jaxlib_version
+            self.pool, self.change, self.timeout, self.crash_directory, lambda: self.jaxlib_version
         )
         self.store = TransitionStore(self.cache, self.compiler)
         self.loader = ModuleLoader(self.client, self.store)

@@ -12,21 +12,21 @@ after XLA's required passes have run. `run_default_pipeline` runs the whole defa
 point; `run_required_passes` runs the same pipeline with every action pass disabled, and is what a
 sequence's result goes through before it is counted.
 
-A compiler change can be simulated by turning passes off in every compile (`disabled_passes`, or
-`XLABENCH_DISABLE_PASSES=algsimp,cse` for every driver a process makes;
+A compiler change can be simulated by turning passes off in every compile (`disabled_passes`, or in the
+settings: `XLABENCH_DISABLE_PASSES=algsimp,cse` for every driver made without its own list;
 `xlabench.xla.compilers.disabled_passes`): the default pipeline, the required passes and the executables all
 run without them, and applying one is a no-op.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterable
 from typing import Any
 
 from xlabench.errors import UnknownPassError
-from xlabench.xla.compilers.disabled_passes import DISABLE_PASSES_VARIABLE, disabled_passes_from_environment
+from xlabench.settings import Settings, current
+from xlabench.xla.compilers.disabled_passes import DISABLE_PASSES_VARIABLE
 from xlabench.xla.compilers.pass_catalogue import COUNTING_POINT_PASS, FIXED_POINT_SUFFIX, instance_key
 from xlabench.xla.compilers.pass_names import check_applicable
 from xlabench.xla.driver.compiler_session import CompilerSession
@@ -41,7 +41,6 @@ __all__ = [
     "Step",
     "apply_pass",
     "default_driver",
-    "disabled_passes_from_environment",
     "run_default_pipeline",
     "run_required_passes",
 ]
@@ -166,17 +165,18 @@ class PassDriver(CompilerSession, PassSequences):
         )
 
 
-_default_driver: PassDriver | None = None
+_default_drivers: dict[tuple[object, ...], PassDriver] = {}
 _default_driver_lock = threading.Lock()
 
 
-def default_driver() -> PassDriver:
-    """The process-wide driver on the default pool and cache."""
-    global _default_driver
+def default_driver(settings: Settings | None = None) -> PassDriver:
+    """The process-wide driver of `settings` (default: those in effect), on its default pool and cache."""
+    settings = settings or current()
+    key = settings.driver_key()
     with _default_driver_lock:
-        if _default_driver is None:
-            _default_driver = PassDriver(use_cache=os.environ.get("XLABENCH_NO_CACHE") != "1")
-        return _default_driver
+        if key not in _default_drivers:
+            _default_drivers[key] = PassDriver(settings=settings)
+        return _default_drivers[key]
 
 
 use_default_driver(default_driver)  # `HloModule.from_text` and the other shortcuts run on it

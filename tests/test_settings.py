@@ -1,0 +1,215 @@
+"""Settings: read from the environment in one place, laid over by entry points, never written back."""
+
+from __future__ import annotations
+
+import ast
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+import xlabench
+from xlabench.cli import main
+from xlabench.errors import UserInputError
+from xlabench.settings import VARIABLES, Settings, current, from_environment, in_effect
+from xlabench.xla.compilers.named_compilers import installed_compiler, resolve_compiler
+
+PACKAGE = Path(xlabench.__file__).parent
+# Worker modules read the variables their pool starts them with (`Settings.worker_environment`); these
+# copy the whole environment into a child process's, reading no setting of their own.
+WORKER_SIDE = ("xla/worker/",)
+WHOLE_ENVIRONMENT_COPIES = (
+    "xla/compilers/worker_handle.py",
+    "xla/compilers/build_identity.py",
+    "graphs/build.py",
+)
+
+
+def test_defaults_follow_the_cache_directory():
+    settings = from_environment({"XDG_CACHE_HOME": "/somewhere"})
+    assert settings.cache_directory == "/somewhere/xlabench"
+    assert settings.compilers_directory == "/somewhere/xlabench/compilers"
+    assert settings.crash_directory == "/somewhere/xlabench/crashes"
+    assert (settings.compiler, settings.disabled_passes, settings.workers) == (None, (), 1)
+    assert settings.use_cache and settings.executable_cache and not settings.accept_build
+    assert settings.policies_directory is None and settings.baselines_directory is None
+
+
+def test_every_variable_is_read():
+    environment = {
+        "XLABENCH_CACHE_DIR": "/c",
+        "XLABENCH_NO_CACHE": "1",
+        "XLABENCH_CACHE_MAX_MB": "10",
+        "XLABENCH_EXECUTABLE_CACHE": "0",
+        "XLABENCH_EXECUTABLE_CACHE_MAX_MB": "20",
+        "XLABENCH_CRASH_DIR": "/crashes",
+        "XLABENCH_COMPILERS_DIR": "/compilers",
+        "XLABENCH_COMPILER": "0.10.1",
+        "XLABENCH_DISABLE_PASSES": " algsimp,cse,,algsimp ",
+        "XLABENCH_WORKERS": "3",
+        "XLABENCH_COMPILER_TIMEOUT": "12.5",
+        "XLABENCH_ACCEPT_BUILD": "1",
+        "XLABENCH_TIMING_SLOT": "1",
+        "XLABENCH_POLICIES_DIR": "/p",
+        "XLABENCH_BASELINES_DIR": "/b",
+        "XLABENCH_TENSORFLOW_PYTHON": "/tf/bin/python",
+    }
+    assert set(environment) == set(VARIABLES)  # every documented variable, and only those
+    assert from_environment(environment) == Settings(
+        cache_directory="/c",
+        compilers_directory="/compilers",
+        crash_directory="/crashes",
+        use_cache=False,
+        cache_max_megabytes=10.0,
+        executable_cache=False,
+        executable_cache_max_megabytes=20.0,
+        compiler="0.10.1",
+        disabled_passes=("algsimp", "cse"),
+        workers=3,
+        compiler_timeout_seconds=12.5,
+        accept_build=True,
+        timing_slot="1",
+        policies_directory=Path("/p"),
+        baselines_directory=Path("/b"),
+        tensorflow_python="/tf/bin/python",
+    )
+    assert from_environment(environment).worker_environment() == {
+        "XLABENCH_CACHE_DIR": "/c",
+        "XLABENCH_EXECUTABLE_CACHE": "0",
+        "XLABENCH_EXECUTABLE_CACHE_MAX_MB": "20.0",
+        "XLABENCH_ACCEPT_BUILD": "1",
+        "XLABENCH_TIMING_SLOT": "1",
+    }
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "expected"),
+    [
+        ("XLABENCH_WORKERS", "two", "a whole number above 0"),
+        ("XLABENCH_WORKERS", "0", "a whole number above 0"),
+        ("XLABENCH_COMPILER_TIMEOUT", "-1", "a number above 0"),
+        ("XLABENCH_CACHE_MAX_MB", "lots", "a number above 0"),
+        ("XLABENCH_NO_CACHE", "yes", "0 or 1"),
+    ],
+)
+def test_a_bad_value_is_one_line_naming_the_variable(variable, value, expected):
+    with pytest.raises(UserInputError) as error:
+        from_environment({variable: value})
+    assert str(error.value) == f"{variable}={value!r}: expected {expected}"
+
+
+def test_the_command_line_says_a_bad_value_in_one_line(monkeypatch, capsys):
+    monkeypatch.setenv("XLABENCH_WORKERS", "many")
+    assert main(["graphs", "list"]) == 2
+    assert (
+        capsys.readouterr().err
+        == "xlabench: error: XLABENCH_WORKERS='many': expected a whole number above 0\n"
+    )
+
+
+def test_settings_in_effect_hold_for_the_block_in_every_thread_then_the_environment_again(monkeypatch):
+    monkeypatch.setenv("XLABENCH_COMPILER", "")
+    asked = from_environment().with_options(compiler="not-added", workers=None)
+    assert asked.workers == from_environment().workers  # None leaves a setting as it is
+    seen = []
+    with in_effect(asked):
+        thread = threading.Thread(target=lambda: seen.append(current()))
+        thread.start()
+        thread.join()
+        assert seen == [asked]
+        # A library function called without settings runs as the command asked.
+        with pytest.raises(UserInputError, match="compiler not-added is not added"):
+            resolve_compiler()
+    assert current() == from_environment()
+    assert resolve_compiler() == installed_compiler()
+
+
+def test_a_compiler_named_on_the_command_line_reaches_the_command_and_no_environment_is_written(capsys):
+    before = dict(os.environ)
+    release = installed_compiler().name
+    assert main(["passes", "--compiler", release, "--json"]) == 0
+    assert '"jaxlib_version"' in capsys.readouterr().out
+    assert dict(os.environ) == before
+    assert main(["passes", "--compiler", "not-added"]) == 2
+    assert capsys.readouterr().err == (
+        "xlabench: error: compiler not-added is not added (see `xlabench compilers list`)\n"
+    )
+    assert dict(os.environ) == before
+
+
+def _modules() -> list[tuple[str, ast.Module]]:
+    return [
+        (path.relative_to(PACKAGE).as_posix(), ast.parse(path.read_text()))
+        for path in sorted(PACKAGE.rglob("*.py"))
+    ]
+
+
+def _environment_uses(tree: ast.Module) -> list[tuple[int, str]]:
+    """(line, kind) of each use of os.environ / os.getenv / os.putenv: 'write' or 'read'."""
+    uses = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "os":
+            if node.attr in ("putenv", "unsetenv"):
+                uses.append((node.lineno, "write"))
+            elif node.attr in ("environ", "getenv"):
+                uses.append((node.lineno, "read"))
+        if isinstance(node, ast.Subscript | ast.Attribute) and isinstance(node.ctx, ast.Store | ast.Del):
+            target = node.value
+            if isinstance(target, ast.Attribute) and target.attr == "environ":
+                uses.append((node.lineno, "write"))
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("update", "setdefault", "pop", "clear", "__setitem__")
+            and isinstance(node.func.value, ast.Attribute)
+            and node.func.value.attr == "environ"
+        ):
+            uses.append((node.lineno, "write"))
+    return uses
+
+
+def test_the_library_never_writes_an_environment_variable():
+    writes = [
+        f"{name}:{line}"
+        for name, tree in _modules()
+        for line, kind in _environment_uses(tree)
+        if kind == "write"
+    ]
+    assert writes == []
+
+
+def test_the_environment_is_read_in_one_place_on_the_callers_side():
+    readers = {
+        name
+        for name, tree in _modules()
+        if _environment_uses(tree)
+        and not name.startswith(WORKER_SIDE)
+        and name not in WHOLE_ENVIRONMENT_COPIES
+    }
+    assert readers == {"settings.py"}
+
+
+def test_the_scan_finds_a_write_and_a_read():
+    tree = ast.parse("import os\nos.environ['A'] = '1'\nos.environ.update(B='2')\nx = os.getenv('C')\n")
+    assert [kind for _, kind in sorted(_environment_uses(tree))] == ["read", "write", "read", "write", "read"]
+
+
+def test_a_driver_made_with_settings_runs_under_them():
+    from xlabench import PassDriver, default_driver, resolve_graphs
+
+    settings = Settings.from_environment().with_options(
+        disabled_passes=["algsimp"], compiler_timeout_seconds=77.0
+    )
+    driver = PassDriver(settings=settings)
+    assert driver.disabled_passes == ("algsimp",) and driver.timeout == 77.0
+    assert driver.pool.settings == settings and driver.pool.timeout == 77.0
+    [graph] = resolve_graphs("recurrent-gru-infer-l1-h128-s16-b8-f32")
+    module = driver.load(graph.hlo_text(), graph.name)
+    assert driver.apply_pass(module, "algsimp") is module  # off in this (simulated) compiler
+    assert default_driver().apply_pass(module, "algsimp").fingerprint != module.fingerprint
+    # Default drivers are kept per settings: equal settings share one, others never do.
+    assert default_driver(settings) is default_driver(
+        Settings.from_environment().with_options(disabled_passes=["algsimp"], compiler_timeout_seconds=77.0)
+    )
+    assert default_driver(settings) is not default_driver()

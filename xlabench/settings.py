@@ -1,0 +1,201 @@
+"""What a run's environment and its entry point decide, as one typed, frozen record: `Settings`.
+
+The `XLABENCH_*` environment variables are read here and nowhere else on the caller's side
+(`from_environment`). An entry point lays its own options over them once -- the command line
+(`xlabench --compiler ...`), the pytest plugin (`--xlabench-policies`, the ini keys, ...) -- and passes the
+result down: to the drivers, pools, caches and stores it makes. For the length of a command the entry point
+also puts its settings in effect (`in_effect`), so that a library function called without settings
+(`current()`) runs as the command was asked to, not as the environment alone says. The library never
+writes an environment variable.
+
+A compiler worker is another process: its pool starts it with the variables it needs
+(`Settings.worker_environment`), and the worker reads those itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from xlabench.errors import UserInputError
+
+# Each variable a user may set, with what it decides (`xlabench --help` and docs/driver.md list them).
+VARIABLES = {
+    "XLABENCH_CACHE_DIR": "the cache directory (default ~/.cache/xlabench, or $XDG_CACHE_HOME/xlabench)",
+    "XLABENCH_NO_CACHE": "1: no transition cache (every pass runs in XLA)",
+    "XLABENCH_CACHE_MAX_MB": "size past which the oldest cached transitions go (default 4096)",
+    "XLABENCH_EXECUTABLE_CACHE": "0: compile every executable that is timed or run, keep none",
+    "XLABENCH_EXECUTABLE_CACHE_MAX_MB": "size past which the least recently used executables go (2048)",
+    "XLABENCH_CRASH_DIR": "where crash and hang reproducers go (default the cache's crashes/)",
+    "XLABENCH_COMPILERS_DIR": "where added compilers live (default the cache's compilers/)",
+    "XLABENCH_COMPILER": "the compiler to run (a release or an added name; default the installed jaxlib)",
+    "XLABENCH_DISABLE_PASSES": "passes turned off in every compile, comma-separated (a simulated change)",
+    "XLABENCH_WORKERS": "compiler worker processes per pool (default 1)",
+    "XLABENCH_COMPILER_TIMEOUT": "seconds before a compiler call counts as a hang (default 300)",
+    "XLABENCH_ACCEPT_BUILD": "1: run a jaxlib build outside the supported releases",
+    "XLABENCH_TIMING_SLOT": "the core a process times executables on (default the pytest-xdist worker's)",
+    "XLABENCH_POLICIES_DIR": "the policies directory (default the checkout's policies/, else the package's)",
+    "XLABENCH_BASELINES_DIR": "the baselines directory (default the checkout's baselines/)",
+    "XLABENCH_TENSORFLOW_PYTHON": "the Python with TensorFlow that lowers the tensorflow family's graphs",
+}
+
+DEFAULT_WORKERS = 1
+DEFAULT_COMPILER_TIMEOUT_SECONDS = 300.0
+DEFAULT_CACHE_MAX_MEGABYTES = 4096.0
+DEFAULT_EXECUTABLE_CACHE_MAX_MEGABYTES = 2048.0
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the environment and the entry point decide for a run (see the module's docstring)."""
+
+    cache_directory: str
+    compilers_directory: str
+    crash_directory: str
+    use_cache: bool = True
+    cache_max_megabytes: float = DEFAULT_CACHE_MAX_MEGABYTES
+    executable_cache: bool = True
+    executable_cache_max_megabytes: float = DEFAULT_EXECUTABLE_CACHE_MAX_MEGABYTES
+    compiler: str | None = None  # a release or an added compiler's name; None: the installed jaxlib
+    disabled_passes: tuple[str, ...] = ()
+    workers: int = DEFAULT_WORKERS
+    compiler_timeout_seconds: float = DEFAULT_COMPILER_TIMEOUT_SECONDS
+    accept_build: bool = False
+    timing_slot: str | None = None
+    policies_directory: Path | None = None  # None: the checkout's policies/, else the package's
+    baselines_directory: Path | None = None  # None: the checkout's baselines/, else ./baselines
+    tensorflow_python: str | None = None
+
+    @classmethod
+    def from_environment(cls, environment: Mapping[str, str] | None = None) -> Settings:
+        """Settings from the `XLABENCH_*` variables (`from_environment`)."""
+        return from_environment(environment)
+
+    def with_options(self, **options: object) -> Settings:
+        """These settings with an entry point's options laid over them (None leaves a setting as it is)."""
+        given = {name: value for name, value in options.items() if value is not None}
+        if "disabled_passes" in given:
+            given["disabled_passes"] = tuple(dict.fromkeys(given["disabled_passes"]))  # type: ignore[call-overload]
+        return dataclasses.replace(self, **given)  # type: ignore[arg-type]
+
+    def worker_environment(self) -> dict[str, str]:
+        """The variables a compiler worker started under these settings reads (where its caches are)."""
+        environment = {
+            "XLABENCH_CACHE_DIR": self.cache_directory,
+            "XLABENCH_EXECUTABLE_CACHE": "1" if self.executable_cache else "0",
+            "XLABENCH_EXECUTABLE_CACHE_MAX_MB": repr(self.executable_cache_max_megabytes),
+            "XLABENCH_ACCEPT_BUILD": "1" if self.accept_build else "0",
+        }
+        if self.timing_slot is not None:
+            environment["XLABENCH_TIMING_SLOT"] = self.timing_slot
+        return environment
+
+    def driver_key(self) -> tuple[object, ...]:
+        """What decides a driver's behaviour: equal keys may share one driver (and its pool)."""
+        return (
+            self.compiler,
+            self.disabled_passes,
+            self.use_cache,
+            self.cache_directory,
+            self.cache_max_megabytes,
+            self.crash_directory,
+            self.workers,
+            self.compiler_timeout_seconds,
+            tuple(sorted(self.worker_environment().items())),
+        )
+
+
+def from_environment(environment: Mapping[str, str] | None = None) -> Settings:
+    """Settings from the `XLABENCH_*` variables (default: this process's environment); a bad value raises
+    UserInputError naming the variable."""
+    variables = os.environ if environment is None else environment
+
+    def text(name: str) -> str | None:
+        return variables.get(name) or None  # set but empty is unset, as a shell user means it
+
+    cache = text("XLABENCH_CACHE_DIR") or os.path.join(
+        text("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "xlabench"
+    )
+    return Settings(
+        cache_directory=cache,
+        compilers_directory=text("XLABENCH_COMPILERS_DIR") or os.path.join(cache, "compilers"),
+        crash_directory=text("XLABENCH_CRASH_DIR") or os.path.join(cache, "crashes"),
+        use_cache=not _flag(variables, "XLABENCH_NO_CACHE", False),
+        cache_max_megabytes=_number(variables, "XLABENCH_CACHE_MAX_MB", DEFAULT_CACHE_MAX_MEGABYTES),
+        executable_cache=_flag(variables, "XLABENCH_EXECUTABLE_CACHE", True),
+        executable_cache_max_megabytes=_number(
+            variables, "XLABENCH_EXECUTABLE_CACHE_MAX_MB", DEFAULT_EXECUTABLE_CACHE_MAX_MEGABYTES
+        ),
+        compiler=text("XLABENCH_COMPILER"),
+        disabled_passes=tuple(
+            dict.fromkeys(
+                name.strip() for name in (text("XLABENCH_DISABLE_PASSES") or "").split(",") if name.strip()
+            )
+        ),
+        workers=int(_number(variables, "XLABENCH_WORKERS", DEFAULT_WORKERS, whole=True)),
+        compiler_timeout_seconds=_number(
+            variables, "XLABENCH_COMPILER_TIMEOUT", DEFAULT_COMPILER_TIMEOUT_SECONDS
+        ),
+        accept_build=_flag(variables, "XLABENCH_ACCEPT_BUILD", False),
+        timing_slot=text("XLABENCH_TIMING_SLOT"),
+        policies_directory=_directory(text("XLABENCH_POLICIES_DIR")),
+        baselines_directory=_directory(text("XLABENCH_BASELINES_DIR")),
+        tensorflow_python=text("XLABENCH_TENSORFLOW_PYTHON"),
+    )
+
+
+def _flag(variables: Mapping[str, str], name: str, default: bool) -> bool:
+    value = variables.get(name, "")
+    if value == "":
+        return default
+    if value not in ("0", "1"):
+        raise UserInputError(f"{name}={value!r}: expected 0 or 1")
+    return value == "1"
+
+
+def _number(variables: Mapping[str, str], name: str, default: float, whole: bool = False) -> float:
+    value = variables.get(name, "")
+    if value == "":
+        return default
+    try:
+        number = int(value) if whole else float(value)
+    except ValueError:
+        number = 0
+    if not number > 0:
+        kind = "a whole number" if whole else "a number"
+        raise UserInputError(f"{name}={value!r}: expected {kind} above 0")
+    return number
+
+
+def _directory(value: str | None) -> Path | None:
+    return Path(value) if value else None
+
+
+_in_effect: list[Settings] = []
+_in_effect_lock = threading.Lock()
+
+
+def current() -> Settings:
+    """The settings an entry point put in effect (`in_effect`), else the environment's, read now."""
+    with _in_effect_lock:
+        if _in_effect:
+            return _in_effect[-1]
+    return from_environment()
+
+
+@contextlib.contextmanager
+def in_effect(settings: Settings) -> Iterator[Settings]:
+    """Put `settings` in effect for this process until the block ends (entry points only: a command, a
+    pytest session)."""
+    with _in_effect_lock:
+        _in_effect.append(settings)
+    try:
+        yield settings
+    finally:
+        with _in_effect_lock:
+            _in_effect.remove(settings)
