@@ -31,7 +31,7 @@ BASELINE_RUN_SECONDS = 4 * MIN_RUN_SECONDS
 # ... and store the median of several measurements: one, timed for 1 s a side, stored 0.616 for a policy
 # whose executable measured 0.99 and 1.00 against the default in CI (and 1.007 in the baseline before).
 BASELINE_MEASUREMENTS = 3
-REPEATS = 20
+REPEATS = 20  # timed runs of each executable per measurement (`--repeats`)
 
 
 @dataclass(frozen=True)

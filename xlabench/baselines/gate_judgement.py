@@ -5,14 +5,16 @@ its stored baseline, one line a failed gate:
 
 (a) op count within `op_count` of XLA's default: R <= D x (1 + op_count);
 (b) op count no higher than the stored baseline's R (op counts are deterministic: any increase counts),
-    nor than the previous policy version's R when the baseline keeps it;
-(c) runtime: the policy's executable over XLA's default executable within 1 + `runtime`, and no more
-    than the stored ratio (and the previous version's) x (1 + `runtime_noise`), judged where XLA's
-    default executable's fastest run takes at least `runtime_floor_ms`;
-(d) every output buffer of the policy's executable equals the default executable's.
+    nor than the previous policy version's R when the baseline keeps it (`baselines update` of a new
+    version records what the version before achieved on each graph);
+(c) runtime: the policy's executable over XLA's default executable (median of interleaved runs in one
+    worker) within 1 + `runtime`, and no more than the stored ratio x (1 + `runtime_noise`) (and than
+    the previous version's stored ratio x (1 + `runtime_noise`)), judged where XLA's default
+    executable's fastest run takes at least `runtime_floor_ms`;
+(d) every output buffer of the policy's executable equals the default executable's (dtype-aware).
 
 A failure a reviewed entry of `baselines/known-gaps.toml` lists is expected (`split_known`). Both live
-below the pytest plugin so that `xlabench baselines update` judges what it stores as the gates will.
+below the pytest plugin, so that `xlabench baselines update` judges what it stores as the gates will.
 """
 
 from __future__ import annotations
