@@ -7,6 +7,7 @@ import json
 import pytest
 
 from xlabench.cli import main
+from xlabench.eval.comparison_report import write_report
 
 
 def _result(path, policy, spec, rows):
@@ -33,6 +34,16 @@ def test_compare_tables_strategies_per_spec_and_family(tmp_path, capsys):
     assert "| general@v1.0 | 1.0000 | 1.0204 |" in table and "| a (1.0000) | 0 | 26.0 | 0 |" in table
     assert (tmp_path / "out" / "report.png").read_bytes()[:4] == b"\x89PNG"
     assert table in capsys.readouterr().out
+
+
+def test_the_report_is_written_with_a_figure_for_each_thing_there_is_to_draw(tmp_path):
+    greedy = _result(tmp_path / "g.json", "search:greedy", "test", [("a", "gpt2", 100, 110, 500)])
+    out = tmp_path / "out"
+    report = write_report([greedy], str(out), "One strategy")
+    assert report.markdown == (out / "report.md").read_text() and report.markdown.startswith("# One strategy")
+    # An eval result has no training curve and no seeds: only the table and the geomeans are drawn.
+    assert report.files == (str(out / "report.md"), str(out / "report.png"))
+    assert sorted(path.name for path in out.iterdir()) == ["report.md", "report.png"]
 
 
 def test_a_file_that_is_not_an_eval_result_is_one_clear_error(tmp_path, capsys):

@@ -8,7 +8,7 @@ are noisy, so one counts as slower only beyond `Tolerances.runtime_noise`.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xlabench.baselines.baseline_records import BaselineEntry, PreviousVersion
@@ -136,7 +136,7 @@ class Comparison:
 COLUMNS = ("graph", "R before", "R now", "change", "runtime before", "runtime now", "status")
 
 
-def counts(comparisons: list[Comparison], tolerances: Tolerances = Tolerances()) -> dict[str, int]:
+def counts(comparisons: Sequence[Comparison], tolerances: Tolerances = Tolerances()) -> dict[str, int]:
     """How many graphs have each status (only the statuses that occur)."""
     found: dict[str, int] = {}
     for comparison in comparisons:
@@ -145,14 +145,14 @@ def counts(comparisons: list[Comparison], tolerances: Tolerances = Tolerances())
     return found
 
 
-def summary(comparisons: list[Comparison], tolerances: Tolerances = Tolerances()) -> str:
+def summary(comparisons: Sequence[Comparison], tolerances: Tolerances = Tolerances()) -> str:
     """How many graphs have each status, in one line ("2 fewer ops, 1 more ops, 8 same")."""
     return ", ".join(
         f"{number} {status}" for status, number in sorted(counts(comparisons, tolerances).items())
     )
 
 
-def text_table(comparisons: list[Comparison], tolerances: Tolerances = Tolerances()) -> list[str]:
+def text_table(comparisons: Sequence[Comparison], tolerances: Tolerances = Tolerances()) -> list[str]:
     """The comparison as aligned terminal lines, a header first."""
     rows = [list(COLUMNS)] + [comparison.cells(tolerances) for comparison in comparisons]
     widths = [max(len(row[column]) for row in rows) for column in range(len(COLUMNS) - 1)]
@@ -167,7 +167,7 @@ def text_table(comparisons: list[Comparison], tolerances: Tolerances = Tolerance
     ]
 
 
-def markdown_table(comparisons: list[Comparison], tolerances: Tolerances = Tolerances()) -> list[str]:
+def markdown_table(comparisons: Sequence[Comparison], tolerances: Tolerances = Tolerances()) -> list[str]:
     """The comparison as a Markdown table."""
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += [

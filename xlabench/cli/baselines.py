@@ -4,22 +4,21 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from xlabench.baselines.baseline_diff import (
-    MIN_RUN_SECONDS,
-    MORE_OPS,
-    REGRESSIONS,
-    SLOWER,
-    Comparison,
-    Tolerances,
-    counts,
-    markdown_table,
-    summary,
-    text_table,
+from xlabench.baselines.baseline_diff import SAME, Comparison, markdown_table, summary, text_table
+from xlabench.baselines.baseline_store import baselines_directory
+from xlabench.baselines.baseline_update import (
+    BASELINE_MEASUREMENTS,
+    BASELINE_RUN_SECONDS,
+    REPEATS,
+    AgainstPrevious,
+    BaselineDiff,
+    BaselineUpdate,
+    diff_baselines,
+    update_baselines,
 )
-from xlabench.baselines.baseline_store import baselines_directory, load, made_with, previous_versions, write
-from xlabench.baselines.policy_measurement import measure_policy
+from xlabench.baselines.gate_judgement import KNOWN_GAPS_FILE
 from xlabench.baselines.search import (
     SEARCH_DIR,
     captured_shares,
@@ -30,20 +29,7 @@ from xlabench.baselines.search import (
 from xlabench.cli.arguments import POSITIVE, seconds
 from xlabench.errors import UserInputError
 from xlabench.files import write_atomically, write_json
-from xlabench.plugin.gates import KNOWN_GAPS_FILE, judge, load_known_gaps, split_known
-from xlabench.policies.artifact import policies_directory, policy_names
-from xlabench.xla.compilers.named_compilers import describe_compiler, resolve_compiler
 from xlabench.xla.shared.releases import compiler_title
-
-if TYPE_CHECKING:  # `xlabench --help` stays quick: the evaluation is imported when a command runs
-    from xlabench.baselines.baseline_records import PreviousVersion
-    from xlabench.eval.evaluation_records import EvaluationRow
-
-# A stored runtime ratio is what every later run is held to: time it longer than a gate does ...
-BASELINE_RUN_SECONDS = 4 * MIN_RUN_SECONDS
-# ... and store the median of several measurements: one, timed for 1 s a side, stored 0.616 for a policy
-# whose executable measured 0.99 and 1.00 against the default in CI (and 1.007 in the baseline before).
-BASELINE_MEASUREMENTS = 3
 
 
 def register(subparsers: Any) -> None:
@@ -65,7 +51,9 @@ def register(subparsers: Any) -> None:
             help="graph SPEC (default: the policy's scope, as in the plugin: all, or its families)",
         )
         command.add_argument("--workers", type=POSITIVE, default=2, help="compiler worker processes")
-        command.add_argument("--repeats", type=POSITIVE, default=20, help="timed runs of each executable")
+        command.add_argument(
+            "--repeats", type=POSITIVE, default=REPEATS, help="timed runs of each executable"
+        )
         command.add_argument(
             "--min-run-time",
             type=seconds(),
@@ -142,89 +130,53 @@ def run_paper(args: argparse.Namespace) -> int:
     return 0
 
 
-def _policies(references: list[str] | None) -> list[str]:
-
-    chosen = references or policy_names()
-    if not chosen:
-        raise UserInputError(f"no policies in {policies_directory()} (train one with `xlabench retrain`)")
-    return chosen
-
-
 def run_update(args: argparse.Namespace) -> int:
     """Measure each policy on the graphs and store its baselines; graphs that failed are named. For a
     new policy version, show per graph how it compares with the version stored before."""
 
-    failed = failing = 0
-    gaps = load_known_gaps(baselines_directory() / KNOWN_GAPS_FILE)
-    for reference in _policies(args.policy):
-        policy, rows = measure_policy(
-            reference, args.graphs, args.workers, args.repeats, args.min_run_time, args.measurements, True
-        )
-        name = policy.artifact.metadata["name"]
-        before = previous_versions(name, policy.label)
-        compiler = resolve_compiler()
-        directory = write(name, policy.label, compiler.name, rows, compiler=describe_compiler(compiler))
-        for row in rows:
-            if row.error is not None:
-                failed += 1
-                print(f"{row.name}: not stored: {row.error}")
-        stored = sum(row.error is None for row in rows)
-        print(f"{policy.label}: {stored} graph(s) stored in {directory}")
-        failing += _show_failing_gates(policy.label, rows, gaps)
-        if before:
-            _show_against_previous(policy.label, before, rows)
+    updates = update_baselines(
+        args.policy, args.graphs, args.workers, args.repeats, args.min_run_time, args.measurements,
+        heard=_show_update,
+    )  # fmt: skip
+    failed = any(update.not_stored for update in updates)
+    failing = any(update.failing for update in updates)
     return 1 if failed or (args.strict and failing) else 0
 
 
-def _show_failing_gates(label: str, rows: list[EvaluationRow], gaps: list[Any]) -> int:
-    """Per stored graph, each gate against XLA's default (op count, runtime, outputs) it fails today,
-    and each listed gap it closed -- what the next pytest run reports at the default tolerances -- and a
-    summary line; how many graphs fail one not listed."""
-    unlisted = listed = 0
-    for row in rows:
-        if row.error is not None:
-            continue
-        failures = judge(row, None, Tolerances())
-        covering = [gap for gap in gaps if gap.covers(row.name, label)]
-        standing, known, _ = split_known(failures, covering)
-        for line in standing:  # a listed gap whose gate passes fails the next pytest run too
-            print(f"{row.name}: stored, but fails a gate today: {line}")
-        for line in known:
-            print(f"{row.name}: stored, fails a listed gap's gate: {line}")
-        unlisted += bool(standing)
-        listed += bool(known) and not standing
-    stored = sum(row.error is None for row in rows)
+def _show_update(update: BaselineUpdate) -> None:
+    """What was stored and what was not; per stored graph, each gate against XLA's default it fails
+    today and each listed gap it closed -- what the next pytest run reports -- and a summary line; a new
+    version against the one before."""
+    for row in update.not_stored:
+        print(f"{row.name}: not stored: {row.error}")
+    print(f"{update.label}: {update.stored} graph(s) stored in {update.directory}")
+    for gates in update.gates:
+        for line in gates.standing:  # a listed gap whose gate passes fails the next pytest run too
+            print(f"{gates.graph}: stored, but fails a gate today: {line}")
+        for line in gates.known:
+            print(f"{gates.graph}: stored, fails a listed gap's gate: {line}")
     print(
-        f"{label}: {unlisted} of {stored} stored graph(s) fail a gate against XLA's default not listed in "
-        f"{KNOWN_GAPS_FILE}, {listed} fail only listed ones"
+        f"{update.label}: {update.failing} of {update.stored} stored graph(s) fail a gate against XLA's "
+        f"default not listed in {KNOWN_GAPS_FILE}, {update.failing_only_listed} fail only listed ones"
     )
-    return unlisted
+    if update.previous is not None:
+        _show_against_previous(update.label, update.previous)
 
 
-def _show_against_previous(label: str, before: dict[str, PreviousVersion], rows: list[EvaluationRow]) -> None:
+def _show_against_previous(label: str, previous: AgainstPrevious) -> None:
     """Per graph, the previous version -> this one; where this one is worse, what the reviewer must do."""
-    stored = [row for row in rows if row.error is None]
-    comparisons = [Comparison(row.name, before[row.name], row) for row in stored if row.name in before]
-    versions = sorted({record.policy for record in before.values()})
-    print(f"{label} against {', '.join(versions)} (the version stored before), per graph:")
-    for line in text_table(comparisons):
+    print(f"{label} against {', '.join(previous.versions)} (the version stored before), per graph:")
+    for line in text_table(previous.comparisons):
         print(f"  {line}")
-    new = len(stored) - len(comparisons)
-    print("  " + summary(comparisons) + (f"; {new} graph(s) the version before did not cover" if new else ""))
-    worse = [c for c in comparisons if c.status() in (MORE_OPS, SLOWER)]
-    if worse:
+    new = previous.new_graphs
+    uncovered = f"; {new} graph(s) the version before did not cover" if new else ""
+    print(f"  {summary(previous.comparisons)}{uncovered}")
+    if worse := previous.worse:
         print(
             f'  {len(worse)} graph(s) worse than the version before: the gate fails on each ("op count vs '
             'previous version", "runtime vs previous version") until a reviewer lists it, with the '
-            "reason, in baselines/known-gaps.toml: " + ", ".join(c.graph for c in worse)
+            "reason, in baselines/known-gaps.toml: " + ", ".join(worse)
         )
-
-
-def _compiler_version() -> str:
-    """The name of the compiler this run compiles with (--compiler, $XLABENCH_COMPILER, or the installed
-    one; a release's name is its version)."""
-
-    return resolve_compiler().name
 
 
 def run_diff(args: argparse.Namespace) -> int:
@@ -232,28 +184,20 @@ def run_diff(args: argparse.Namespace) -> int:
     failed or has no baseline. Baselines made with another jaxlib are compared on purpose: that is how a
     compiler change (`--compiler VERSION`) is judged."""
 
-    regressions, report = 0, []
-    for reference in _policies(args.policy):
-        policy, rows = measure_policy(reference, args.graphs, args.workers, args.repeats, args.min_run_time)
-        stored = load(
-            policy.artifact.metadata["name"], policy.label, _compiler_version(), allow_jaxlib_change=True
-        )
-        if stored is None:
-            raise UserInputError(f"{policy.label}: no stored baselines (run `xlabench baselines update`)")
-        comparisons = [Comparison(row.name, stored.get(row.name), row) for row in rows]
-        regressions += sum(comparison.status() in REGRESSIONS for comparison in comparisons)
-        found = counts(comparisons)
-        changed = len(comparisons) - found.get("same", 0)
-        title = (
-            f"{policy.label} on {compiler_title(_compiler_version())} vs {stored.directory}, made on "
-            f"{compiler_title(made_with(stored.metadata))} ({len(rows)} graphs, {changed} changed)"
-        )
-        listed = [c for c in comparisons if c.status() != "same"] if args.changed_only else comparisons
-        print(f"{title}:")
-        for line in text_table(listed) if listed else []:
+    def listed(diff: BaselineDiff) -> list[Comparison]:
+        comparisons = list(diff.comparisons)
+        return [c for c in comparisons if c.status() != SAME] if args.changed_only else comparisons
+
+    def show(diff: BaselineDiff) -> None:
+        print(f"{_title(diff)}:")
+        shown = listed(diff)
+        for line in text_table(shown) if shown else []:
             print(f"  {line}")
-        print(f"  {summary(comparisons)}")
-        report += [f"## {title}", "", *markdown_table(listed), "", summary(comparisons), ""]
+        print(f"  {summary(diff.comparisons)}")
+
+    diffs = diff_baselines(
+        args.policy, args.graphs, args.workers, args.repeats, args.min_run_time, heard=show
+    )
     if args.report:
         lines = [
             "# xlabench baselines diff",
@@ -262,8 +206,24 @@ def run_diff(args: argparse.Namespace) -> int:
             "policy / XLA's default executable, median of interleaved runs (noisy: 'slower' only beyond "
             "the gate's noise tolerance).",
             "",
-            *report,
         ]
+        for diff in diffs:
+            lines += [
+                f"## {_title(diff)}",
+                "",
+                *markdown_table(listed(diff)),
+                "",
+                summary(diff.comparisons),
+                "",
+            ]
         write_atomically(args.report, ("\n".join(lines) + "\n").encode())
         print(f"report written to {args.report}")
-    return 1 if regressions else 0
+    return 1 if any(diff.regressions for diff in diffs) else 0
+
+
+def _title(diff: BaselineDiff) -> str:
+    """What a policy's comparison is: the policy, the compilers now and then, the stored set, the counts."""
+    return (
+        f"{diff.label} on {compiler_title(diff.compiler)} vs {diff.stored_directory}, made on "
+        f"{compiler_title(diff.stored_compiler)} ({len(diff.comparisons)} graphs, {diff.changed} changed)"
+    )

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import os
 from typing import Any
 
-from xlabench.agents.seeds import performance_profiles_figure
-from xlabench.eval import comparison_report
-from xlabench.files import write_atomically
+from xlabench.eval.comparison_report import write_report
 
 
 def register(subparsers: Any) -> None:
@@ -35,22 +32,6 @@ def register(subparsers: Any) -> None:
 def run_compare(args: argparse.Namespace) -> int:
     """Load every result, write report.md, report.png (training_curves.png), print the table."""
 
-    documents = comparison_report.load_results(args.results)
-    seed_runs = [runs for path in args.results if (runs := comparison_report.load_seed_runs(path))]
-    os.makedirs(args.report, exist_ok=True)
-    table = comparison_report.markdown(args.title, documents, seed_runs)
-    write_atomically(os.path.join(args.report, "report.md"), table.encode())
-    if documents:
-        write_atomically(
-            os.path.join(args.report, "report.png"), comparison_report.plot(args.title, documents)
-        )
-    curves = comparison_report.plot_curves(documents)
-    if curves is not None:
-        write_atomically(os.path.join(args.report, "training_curves.png"), curves)
-    for spec, group in comparison_report.by_selection(seed_runs).items():
-        figure = performance_profiles_figure(
-            {run.label: run.matrix() for run in group}, f"{args.title}: {spec}"
-        )
-        write_atomically(os.path.join(args.report, f"performance_profiles_{spec}.png"), figure)
-    print(table, end="")
+    report = write_report(args.results, args.report, args.title)
+    print(report.markdown, end="")
     return 0

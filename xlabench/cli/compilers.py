@@ -24,6 +24,7 @@ from xlabench.xla.compilers.named_compilers import (
 )
 from xlabench.xla.compilers.pass_catalogue import ACTION_SETS, load_catalogue
 from xlabench.xla.driver.execution import judge_sequence
+from xlabench.xla.driver.module_stats import module_stats
 from xlabench.xla.driver.pass_driver import default_driver
 from xlabench.xla.shared.releases import supported_range
 
@@ -211,28 +212,15 @@ def run_passes(args: argparse.Namespace) -> int:
 
 def run_stats(args: argparse.Namespace) -> int:
     """Print what xlabench measures of one module."""
-    driver = default_driver()
-    module = load_module(args.graph)
-    features = driver.features(module)
-    default = driver.features(driver.run_default_pipeline(module))
-    full_compile_seconds = driver.full_compile_seconds(module)
-    report = {
-        "graph": module.source,
-        "name": module.name,
-        "fingerprint": module.fingerprint,
-        "op_count": features.op_count,
-        "histogram": features.histogram,
-        "cost": features.to_dict()["cost"],
-        "default_op_count": default.op_count,
-        "full_compile_seconds": full_compile_seconds,
-    }
+    stats = module_stats(load_module(args.graph))
     if args.json:
-        print(json.dumps(report))
+        print(json.dumps(stats.to_json()))
         return 0
-    print(f"{module.source}: module {module.name}, fingerprint {module.fingerprint[:16]}")
+    features = stats.features
+    print(f"{stats.source}: module {stats.name}, fingerprint {stats.fingerprint[:16]}")
     print(f"  op count            {features.op_count}")
-    print(f"  default pipeline    {default.op_count} ops (counted before layout assignment)")
-    print(f"  full compile        {full_compile_seconds:.3f} s")
+    print(f"  default pipeline    {stats.default_op_count} ops (counted before layout assignment)")
+    print(f"  full compile        {stats.full_compile_seconds:.3f} s")
     cost = features.cost
     print(
         f"  cost                {cost.flops:.4g} flops, {cost.transcendentals:.4g} transcendentals, "

@@ -5,17 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from xlabench.policies.artifact import (
-    how_made,
-    policies_directory,
-    policy_names,
-    read_metadata,
-    resolve,
-    summary_line,
-    versions,
-)
+from xlabench.policies.artifact import how_made, policies_directory, summary_line
 from xlabench.policies.policy import describe, load_policy
-from xlabench.xla import default_driver
+from xlabench.policies.policy_listing import every_version, stored_policies
+
+_NONE = "no policies in {} (train one with `xlabench retrain`)"
 
 
 def register(subparsers: Any) -> None:
@@ -37,15 +31,17 @@ def register(subparsers: Any) -> None:
 def run_list(args: argparse.Namespace) -> int:
     """One line per policy: its latest version's summary and how many versions exist."""
 
-    names = policy_names()
-    if not names:
-        print(f"no policies in {policies_directory()} (train one with `xlabench retrain`)")
     if args.markdown:
-        print(markdown_table([read_metadata(resolve(f"{name}@v{major}.{minor}"))
-                              for name in names for major, minor in versions(name)]))  # fmt: skip
+        documents = every_version()
+        if not documents:
+            print(_NONE.format(policies_directory()))
+        print(markdown_table(documents))
         return 0
-    for name in names:
-        print(f"{summary_line(read_metadata(resolve(name)))}  [{len(versions(name))} version(s)]")
+    policies = stored_policies()
+    if not policies:
+        print(_NONE.format(policies_directory()))
+    for policy in policies:
+        print(f"{summary_line(policy.latest)}  [{len(policy.versions)} version(s)]")
     return 0
 
 
@@ -74,7 +70,7 @@ def markdown_table(documents: list[dict[str, Any]]) -> str:
 def run_show(args: argparse.Namespace) -> int:
     """A version's metadata, after loading it the way `xlabench eval` does (checksum, spaces)."""
 
-    policy = load_policy(args.policy, default_driver())
+    policy = load_policy(args.policy)  # loading does not depend on the compiler
     print(describe(policy.artifact.metadata))
     print(f"  path        {policy.artifact.path}")
     return 0

@@ -25,10 +25,16 @@ from typing import Any
 
 import numpy as np
 
-from xlabench.agents.seeds import SEED_SCORES_FORMAT, SeedScores, probability_of_improvement, statistics
+from xlabench.agents.seeds import (
+    SEED_SCORES_FORMAT,
+    SeedScores,
+    performance_profiles_figure,
+    probability_of_improvement,
+    statistics,
+)
 from xlabench.errors import UserInputError
 from xlabench.eval.evaluation_records import BELOW, EvaluationRow, figure, summarize, worst_text
-from xlabench.files import png_bytes
+from xlabench.files import png_bytes, write_atomically
 
 
 def load_result(path: str) -> dict[str, Any]:
@@ -318,3 +324,34 @@ def plot_curves(documents: list[dict[str, Any]]) -> bytes | None:
     axes.set_title("Training curves", fontsize="medium")
     axes.legend(fontsize="small")
     return png_bytes(figure, dpi=120)
+
+
+@dataclass(frozen=True)
+class WrittenReport:
+    """What `write_report` wrote: report.md's text, and every file's path in the order written."""
+
+    markdown: str
+    files: tuple[str, ...]
+
+
+def write_report(paths: list[str], directory: str, title: str) -> WrittenReport:
+    """Load every result, policy directory and seed-scores file and write the report into `directory`
+    (module docstring: report.md, and each figure there is something to draw)."""
+    documents = load_results(paths)
+    seed_runs = [runs for path in paths if (runs := load_seed_runs(path))]
+    table = markdown(title, documents, seed_runs)
+    figures: dict[str, bytes | None] = {
+        "report.png": plot(title, documents) if documents else None,
+        "training_curves.png": plot_curves(documents),
+    }
+    for spec, group in by_selection(seed_runs).items():
+        figures[f"performance_profiles_{spec}.png"] = performance_profiles_figure(
+            {run.label: run.matrix() for run in group}, f"{title}: {spec}"
+        )
+    os.makedirs(directory, exist_ok=True)
+    written = []
+    for name, data in {"report.md": table.encode(), **figures}.items():
+        if data is not None:
+            write_atomically(os.path.join(directory, name), data)
+            written.append(os.path.join(directory, name))
+    return WrittenReport(table, tuple(written))

@@ -16,25 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from xlabench.baselines.baseline_diff import MIN_RUN_SECONDS, Tolerances
+from xlabench.baselines.baseline_diff import MIN_RUN_SECONDS, Tolerances, runtime_judged
 from xlabench.baselines.baseline_store import baselines_directory, load, made_with
+from xlabench.baselines.gate_judgement import KNOWN_GAPS_FILE, judge, load_known_gaps, split_known
 from xlabench.errors import CompilerError, DriverError, UserInputError
 from xlabench.eval.evaluation_records import figure
 from xlabench.files import write_json
 from xlabench.graphs import resolve_graphs
 from xlabench.plugin.benchmarks import Benchmarks
-from xlabench.plugin.gates import (
-    GEOMEAN_MIN_GATES,
-    KNOWN_GAPS_FILE,
-    Verdict,
-    judge,
-    judge_geomean,
-    load_known_gaps,
-    measure,
-    runtime_geomean,
-    runtime_judged,
-    split_known,
-)
+from xlabench.plugin.gates import GEOMEAN_MIN_GATES, Verdict, judge_geomean, measure, runtime_geomean
 from xlabench.plugin.semantics import known_miscompiles
 from xlabench.policies.artifact import (
     gated_graphs,
