@@ -96,6 +96,20 @@ def test_unknown_or_missing_policies_are_one_clear_error(capsys, one_graph_direc
     assert error.startswith("xlabench: error: search:astar: unknown search strategy") and "\n" not in error
 
 
+def test_an_evaluation_runs_under_the_settings_it_is_given(one_graph_directory, tmp_path):
+    # A program passes its settings down; the environment (the checkout's policies/) is not consulted.
+    from xlabench import Settings, evaluate
+
+    elsewhere = Settings.from_environment().with_options(policies_directory=tmp_path / "no-policies")
+    with pytest.raises(UserInputError, match="no general policy is shipped"):
+        evaluate(None, str(one_graph_directory), runtime=False, workers=1, settings=elsewhere)
+    turned_off = Settings.from_environment().with_options(disabled_passes=["algsimp"])
+    evaluation = evaluate("replay", str(one_graph_directory), runtime=False, workers=1, settings=turned_off)
+    baseline = evaluate("replay", str(one_graph_directory), runtime=False, workers=1)
+    # XLA's default pipeline without algsimp is another compiler: another default count.
+    assert [row.default_ops for row in evaluation.rows] != [row.default_ops for row in baseline.rows]
+
+
 @pytest.mark.slow
 def test_an_interrupted_eval_stops_soon_and_writes_nothing(tmp_path, one_graph_directory):
     out = tmp_path / "eval.json"

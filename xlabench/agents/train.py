@@ -281,7 +281,9 @@ class Validation:
     every: int  # environment steps between two rollouts; the first is before any update
 
 
-def validation_callback(validation: Validation, metadata: dict[str, Any]) -> Any:
+def validation_callback(
+    validation: Validation, metadata: dict[str, Any], settings: Settings | None = None
+) -> Any:
     """A callback that rolls the current policy out on `validation.graphs` before the first update,
     every `validation.every` steps and at the end; `.curve` holds (steps, geomean vs_default)."""
     from pathlib import Path
@@ -298,8 +300,8 @@ def validation_callback(validation: Validation, metadata: dict[str, Any]) -> Any
     class Validate(BaseCallback):
         def _on_training_start(self) -> None:
             self.curve: list[tuple[int, float]] = []
-            self.pool = CompilerPool(size=1)
-            self.driver = PassDriver(pool=self.pool)
+            self.pool = CompilerPool(size=1, settings=settings)
+            self.driver = PassDriver(pool=self.pool, settings=settings)
             self.defaults: dict[str, int] = {}
             self.next_at = self.num_timesteps
             self._validate()
@@ -356,6 +358,7 @@ def train(
     environment: EnvironmentConfig = ENVIRONMENT,
     hyperparameters: AlgorithmConfig | None = None,
     validation: Validation | None = None,
+    settings: Settings | None = None,
 ) -> TrainingRun:
     """Train `algorithm` on the graphs of a SPEC for `steps` environment steps.
 
@@ -363,7 +366,9 @@ def train(
     `environment`'s settings and `hyperparameters` (default the algorithm's own, `HYPERPARAMETERS`).
     With a `warm_start`, the policy first imitates XLA's own order on the same graphs; with a
     `validation`, its greedy rollout on held-out graphs is measured during training (`validation_curve`).
+    Every compiler call runs under `settings` (default: those in effect), in every process.
     """
+    settings = settings or current()
     config = hyperparameters or hyperparameters_of(algorithm)
     if warm_start is not None and algorithm == "dqn":
         raise ValueError("a warm start needs an actor-critic algorithm, not dqn")
@@ -387,6 +392,7 @@ def train(
             own_process=own_process,
             environment=environment,
             hyperparameters=config,
+            settings=settings,
         )
         for rank in range(environments)
     ]
@@ -401,7 +407,7 @@ def train(
         model = build_model(algorithm, vector, seed, logdir, config)
         cloned = None
         if warm_start is not None:
-            cloned = _warm_start(model, graphs, seed, environments, environment, warm_start)
+            cloned = _warm_start(model, graphs, seed, environments, environment, warm_start, settings)
         if cloned is not None and algorithm in MASKABLE:
             model.set_anchor()
         clone = {key: value.detach().clone() for key, value in model.policy.state_dict().items()}
@@ -409,11 +415,12 @@ def train(
         if steps > 0:  # 0: the warm start alone
             callback = progress_callback(steps) if progress else None
             if validation is not None:
-                actions = default_driver().catalogue.action_passes(environment.action_set)
+                actions = default_driver(settings).catalogue.action_passes(environment.action_set)
                 validate = validation_callback(
                     validation,
                     {"algorithm": algorithm, "actions": actions, "environment": environment.to_json(),
                      "rollout": dict(ROLLOUT), "hyperparameters": config.to_json()},
+                    settings,
                 )  # fmt: skip
             callbacks = [one for one in (callback, validate) if one is not None]
             try:
@@ -436,7 +443,7 @@ def train(
         algorithm=algorithm,
         hyperparameters=config,
         environment=environment,
-        actions=default_driver().catalogue.action_passes(environment.action_set),
+        actions=default_driver(settings).catalogue.action_passes(environment.action_set),
         steps=int(model.num_timesteps),
         episodes=episodes,
         seconds=time.perf_counter() - started,
@@ -479,6 +486,7 @@ def _warm_start(
     workers: int,
     environment: EnvironmentConfig,
     config: WarmStartConfig,
+    settings: Settings,
 ) -> dict[str, Any]:
     """Behaviour cloning of XLA's order (followed, when observed), then DAgger
     (`xlabench.agents.imitation`)."""
@@ -490,9 +498,9 @@ def _warm_start(
         "batch_size": config.batch_size,
         "follow_copies": config.follow_copies,
     }
-    pool = CompilerPool(size=max(1, workers))
+    pool = CompilerPool(size=max(1, workers), settings=settings)
     try:
-        driver = PassDriver(pool=pool)
+        driver = PassDriver(pool=pool, settings=settings)
         data = demonstrations(
             graphs,
             environment,

@@ -23,11 +23,12 @@ from xlabench.errors import CompilerError, DriverError, UserInputError
 from xlabench.eval.evaluation_checkpoint import Checkpoint
 from xlabench.eval.evaluation_records import BothExecutables, EvaluationRow, Summary, summarize
 from xlabench.graphs import Graph, resolve_graphs
-from xlabench.policies.artifact import Artifact, policy_names
+from xlabench.policies.artifact import Artifact, policies_directory, policy_names
 from xlabench.policies.guided import DEFAULT_GUIDED_BUDGET, guided_search
 from xlabench.policies.policy import ActionMatch, Policy, load_policy, rollout
 from xlabench.search import STRATEGIES, SearchResult
 from xlabench.search.strategies import DEFAULT_BUDGET, DEFAULT_MAX_LENGTH
+from xlabench.settings import Settings, current
 from xlabench.xla import PassDriver
 from xlabench.xla.compilers.pass_catalogue import DEFAULT_ACTION_SET
 from xlabench.xla.compilers.worker_pool import CompilerPool
@@ -38,13 +39,14 @@ DEFAULT_POLICY = "general"
 SEARCH_STRATEGIES = ("random", "greedy", "beam", "local", "guided")
 
 
-def resolve_strategy(policy: str | None) -> str:
+def resolve_strategy(policy: str | None, policies_root: Path | None = None) -> str:
     """The strategy a --policy value names: a search (`search:beam`), `replay`, or `policy` -- a
-    trained policy's name, NAME@vX.Y or version directory (default: the shipped general policy)."""
+    trained policy's name, NAME@vX.Y or version directory (default: the shipped general policy, looked
+    for in `policies_root`, default the policies directory)."""
 
     choices = ", ".join([*(SEARCH_PREFIX + name for name in SEARCH_STRATEGIES), "replay"])
     if policy is None:
-        if DEFAULT_POLICY in policy_names():
+        if DEFAULT_POLICY in policy_names(policies_root):
             return "policy"
         raise UserInputError(
             f"no policy given and no {DEFAULT_POLICY} policy is shipped (train one with `xlabench retrain`): "
@@ -108,11 +110,15 @@ def evaluate(
     checkpoint_path: str | None = None,
     ray_address: str | None = None,
     say: Callable[[str], None] = lambda line: None,
+    settings: Settings | None = None,
 ) -> Evaluation:
     """Judge a strategy (a policy, `search:NAME` or `replay`; default the shipped policy) against XLA's
     default pipeline on the graphs of a SPEC: what `xlabench eval` runs. `say` gets the lines worth
-    telling before the run ends (a policy on another compiler, a resumed checkpoint)."""
-    strategy = resolve_strategy(policy)
+    telling before the run ends (a policy on another compiler, a resumed checkpoint); `settings`
+    (default: those in effect) name the compiler, its caches and the policies directory."""
+    settings = settings or current()
+    policies_root = policies_directory(settings)
+    strategy = resolve_strategy(policy, policies_root)
     if budget is not None and strategy not in SEARCH_STRATEGIES:
         raise UserInputError(
             f"--budget is the compiler calls a search may spend; {policy or DEFAULT_POLICY} does not "
@@ -121,8 +127,8 @@ def evaluate(
     selected = resolve_graphs(graphs)
     if budget is None:
         budget = DEFAULT_GUIDED_BUDGET if strategy == "guided" else DEFAULT_BUDGET
-    pool = CompilerPool(size=workers)
-    driver = PassDriver(pool=pool)
+    pool = CompilerPool(size=workers, settings=settings)
+    driver = PassDriver(pool=pool, settings=settings)
     options: dict[str, Any] = {"budget": budget, "max_length": max_length}
     if strategy in SEARCH_STRATEGIES and strategy != "guided":
         options["actions"] = driver.catalogue.action_passes(actions)
@@ -136,10 +142,10 @@ def evaluate(
     action_match = None
     try:
         if strategy == "guided":
-            options["policy"] = load_policy(guide, driver)
+            options["policy"] = load_policy(guide, driver, policies_root)
             label = f"{label} ({options['policy'].label}, {budget} calls)"
         if strategy == "policy":
-            options["policy"] = load_policy(label, driver)
+            options["policy"] = load_policy(label, driver, policies_root)
             label = options["policy"].label
             action_match = options["policy"].action_match(driver)
             if action_match.changed:
@@ -290,7 +296,15 @@ def evaluate_graphs(
     if ray_address is not None:
         try:
             rows += _evaluate_on_ray(
-                ray_address, graphs, strategy, options, runtime, repeats, progress, checkpoint
+                ray_address,
+                graphs,
+                strategy,
+                options,
+                runtime,
+                repeats,
+                progress,
+                checkpoint,
+                driver.settings,
             )
             return sorted(rows, key=lambda row: row.name)
         finally:
@@ -336,8 +350,10 @@ def _evaluate_on_ray(
     repeats: int,
     progress: Any,
     checkpoint: Checkpoint | None,
+    settings: Settings,
 ) -> list[EvaluationRow]:
-    """One Ray task per graph; a policy travels as its metadata and tensors, not as an object."""
+    """One Ray task per graph; a policy travels as its metadata and tensors, not as an object, and the
+    settings go with each task (a Ray worker is another process: nothing in effect here is there)."""
 
     ray = connect(address)
     shipped = dict(options)
@@ -345,7 +361,10 @@ def _evaluate_on_ray(
         artifact = shipped.pop("policy").artifact
         shipped["artifact"] = (str(artifact.path), artifact.metadata, artifact.tensors)
     task = ray.remote(num_cpus=1)(_evaluate_graph_task)
-    pending = [task.remote(graph, graph.hlo_text(), strategy, shipped, runtime, repeats) for graph in graphs]
+    pending = [
+        task.remote(graph, graph.hlo_text(), strategy, shipped, runtime, repeats, settings)
+        for graph in graphs
+    ]
     rows: list[EvaluationRow] = []
     try:
         while pending:
@@ -366,19 +385,27 @@ def _evaluate_on_ray(
 
 
 def _evaluate_graph_task(
-    graph: Graph, text: str, strategy: str, options: dict[str, Any], runtime: bool, repeats: int
+    graph: Graph,
+    text: str,
+    strategy: str,
+    options: dict[str, Any],
+    runtime: bool,
+    repeats: int,
+    settings: Settings,
 ) -> EvaluationRow:
-    """`evaluate_graph` on a Ray worker, from the graph's text, with a compiler pool of its own."""
+    """`evaluate_graph` on a Ray worker, from the graph's text, with a compiler pool of its own under the
+    caller's settings."""
 
     options = dict(options)
     if "artifact" in options:
         path, metadata, tensors = options.pop("artifact")
         options["policy"] = Policy(Artifact(Path(path), metadata, tensors))
-    pool = CompilerPool(size=1)
+    pool = CompilerPool(size=1, settings=settings)
     try:
         with tempfile.TemporaryDirectory() as directory:
             local = dataclasses.replace(graph, path=Path(directory) / f"{graph.name}.hlo")
             local.path.write_text(text)
-            return evaluate_graph(PassDriver(pool=pool), local, strategy, options, runtime, repeats)
+            driver = PassDriver(pool=pool, settings=settings)
+            return evaluate_graph(driver, local, strategy, options, runtime, repeats)
     finally:
         pool.close()

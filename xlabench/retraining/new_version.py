@@ -22,13 +22,15 @@ from xlabench.agents.seeds import (
     parse_seeds,
     statistics,
 )
+from xlabench.baselines.baseline_store import baselines_directory
 from xlabench.errors import UserInputError
 from xlabench.eval.evaluate import evaluate_graphs
 from xlabench.eval.evaluation_records import summarize
 from xlabench.files import write_json
 from xlabench.graphs import resolve_graphs
-from xlabench.policies.artifact import Artifact, check_name, save, seed_statistics_line
+from xlabench.policies.artifact import Artifact, check_name, policies_directory, save, seed_statistics_line
 from xlabench.policies.policy import Policy
+from xlabench.settings import Settings, current
 from xlabench.xla import PassDriver, default_driver
 from xlabench.xla.compilers.worker_pool import CompilerPool
 
@@ -99,12 +101,16 @@ def numerically_worse(rows: list[EvaluationRow]) -> list[str]:
     return [f"{row.name}: {row.outputs_differ[0]}" for row in rows if row.outputs_differ]
 
 
-def retrain(request: RetrainRequest, say: Callable[[str], None] = lambda line: None) -> RetrainOutcome:
-    """Make a new version of `request.name` (module docstring); `say` hears progress lines."""
+def retrain(
+    request: RetrainRequest, say: Callable[[str], None] = lambda line: None, settings: Settings | None = None
+) -> RetrainOutcome:
+    """Make a new version of `request.name` (module docstring); `say` hears progress lines; every compiler
+    call, the policy written and the baselines it is held to follow `settings` (default: in effect)."""
     from xlabench.agents.imitation import EXPERT
     from xlabench.agents.retrain_checkpoint import SeedCheckpoint
     from xlabench.agents.train import ENVIRONMENT, WARM_START, Validation, package_versions, train
 
+    settings = settings or current()
     check_name(request.name)  # before hours of training, not after
     if request.steps < 0 or (request.steps == 0 and request.warm_start == "none"):
         raise UserInputError(f"--steps must be positive (0 only with a warm start), not {request.steps}")
@@ -121,7 +127,7 @@ def retrain(request: RetrainRequest, say: Callable[[str], None] = lambda line: N
         environment = environment.replace(reward_baseline=request.reward_baseline)
     warm_start = WARM_START if request.warm_start == "xla-order" and request.algorithm != "dqn" else None
     if warm_start is not None:
-        previous, starts = _previous_starts(request.name, request.graphs)
+        previous, starts = _previous_starts(request.name, request.graphs, baselines_directory(settings))
         if starts:
             warm_start = warm_start.with_starts(previous, starts)
             say(
@@ -134,7 +140,7 @@ def retrain(request: RetrainRequest, say: Callable[[str], None] = lambda line: N
     checkpoint = None
     if request.checkpoint:
         # What makes a seed's run what it is; not --name, --eval-graphs or --ray (where it runs).
-        settings = {
+        described = {
             "algorithm": request.algorithm,
             "graphs": request.graphs,
             "steps": request.steps,
@@ -144,11 +150,11 @@ def retrain(request: RetrainRequest, say: Callable[[str], None] = lambda line: N
             "validation": [request.select_on, request.validate_every] if validation is not None else None,
             "environments": request.workers,
             "packages": package_versions(),
-            "compiler": default_driver().compiler.name,  # the compiler it trains with (--compiler)
+            "compiler": default_driver(settings).compiler.name,  # the compiler it trains with (--compiler)
         }
         if warm_start is not None:  # how its demonstrations are made (a key only then: older DIRs resume)
-            settings["expert"] = EXPERT[environment.observe_xla_order]
-        checkpoint = SeedCheckpoint(Path(request.checkpoint), settings)
+            described["expert"] = EXPERT[environment.observe_xla_order]
+        checkpoint = SeedCheckpoint(Path(request.checkpoint), described)
         finished = [seed for seed in checkpoint.open() if seed in seeds]
         if finished:
             say(f"retrain: seeds {', '.join(map(str, finished))} already trained in {request.checkpoint}")
@@ -168,12 +174,13 @@ def retrain(request: RetrainRequest, say: Callable[[str], None] = lambda line: N
                 environment=environment,
                 hyperparameters=hyperparameters,
                 validation=validation,
+                settings=settings,
             )
             if checkpoint is not None:
                 checkpoint.save(run)
         runs.append(run)
-    pool = CompilerPool(size=request.workers)
-    driver = PassDriver(pool=pool)
+    pool = CompilerPool(size=request.workers, settings=settings)
+    driver = PassDriver(pool=pool, settings=settings)
     worse: list[str] = []
     summaries: dict[str, Summary] = {}  # per eval SPEC
     try:
@@ -239,7 +246,7 @@ def retrain(request: RetrainRequest, say: Callable[[str], None] = lambda line: N
     if selection is not None:
         title = f"{request.name}: {run.algorithm} on {request.graphs}, seeds {request.seeds}"
         files["training_curves.png"] = curves_figure(scores, title)
-    path = save(request.name, run.weights, metadata, change, files=files)
+    path = save(request.name, run.weights, metadata, change, policies_directory(settings), files=files)
     if selection is not None:  # after the version: a seed-scores file that names a shipped seed has one
         _write_seed_scores(request, scores, selection, run.seed, [])
     if checkpoint is not None:
@@ -247,12 +254,14 @@ def retrain(request: RetrainRequest, say: Callable[[str], None] = lambda line: N
     return RetrainOutcome(path, [], f"wrote {path} ({change})")
 
 
-def _previous_starts(name: str, graphs: str) -> tuple[str, dict[str, tuple[str, ...]]]:
-    """The version before (the label of `name`'s stored baselines) and its stored sequences on the
-    training graphs: what the new version is held to."""
+def _previous_starts(
+    name: str, graphs: str, baselines_root: Path | None = None
+) -> tuple[str, dict[str, tuple[str, ...]]]:
+    """The version before (the label of `name`'s stored baselines in `baselines_root`, default the
+    baselines directory) and its stored sequences on the training graphs: what the new version is held to."""
     from xlabench.baselines import baseline_store
 
-    stored = baseline_store.load(name)
+    stored = baseline_store.load(name, root=baselines_root)
     if stored is None:
         return "", {}
     starts = {}
