@@ -12,13 +12,19 @@ import pytest
 import xlabench
 from xlabench.cli import main
 from xlabench.errors import UserInputError
-from xlabench.settings import VARIABLES, Settings, current, from_environment, in_effect
+from xlabench.settings import (
+    VARIABLES,
+    Settings,
+    WorkerStart,
+    current,
+    from_environment,
+    in_effect,
+    worker_start,
+)
 from xlabench.xla.compilers.named_compilers import installed_compiler, resolve_compiler
 
 PACKAGE = Path(xlabench.__file__).parent
-# Worker modules read the variables their pool starts them with (`Settings.worker_environment`); these
-# copy the whole environment into a child process's, reading no setting of their own.
-WORKER_SIDE = ("xla/worker/",)
+# These copy the whole environment into a child process's, reading no setting of their own.
 WHOLE_ENVIRONMENT_COPIES = (
     "xla/compilers/worker_handle.py",
     "xla/compilers/build_identity.py",
@@ -32,7 +38,7 @@ def test_defaults_follow_the_cache_directory():
     assert settings.compilers_directory == "/somewhere/xlabench/compilers"
     assert settings.crash_directory == "/somewhere/xlabench/crashes"
     assert (settings.compiler, settings.disabled_passes, settings.workers) == (None, (), 1)
-    assert settings.use_cache and settings.executable_cache and not settings.accept_build
+    assert settings.use_cache and settings.executable_cache and settings.timing_slot is None
     assert settings.policies_directory is None and settings.baselines_directory is None
 
 
@@ -49,7 +55,6 @@ def test_every_variable_is_read():
         "XLABENCH_DISABLE_PASSES": " algsimp,cse,,algsimp ",
         "XLABENCH_WORKERS": "3",
         "XLABENCH_COMPILER_TIMEOUT": "12.5",
-        "XLABENCH_ACCEPT_BUILD": "1",
         "XLABENCH_TIMING_SLOT": "1",
         "XLABENCH_POLICIES_DIR": "/p",
         "XLABENCH_BASELINES_DIR": "/b",
@@ -68,8 +73,7 @@ def test_every_variable_is_read():
         disabled_passes=("algsimp", "cse"),
         workers=3,
         compiler_timeout_seconds=12.5,
-        accept_build=True,
-        timing_slot="1",
+        timing_slot=1,
         policies_directory=Path("/p"),
         baselines_directory=Path("/b"),
         tensorflow_python="/tf/bin/python",
@@ -78,7 +82,6 @@ def test_every_variable_is_read():
         "XLABENCH_CACHE_DIR": "/c",
         "XLABENCH_EXECUTABLE_CACHE": "0",
         "XLABENCH_EXECUTABLE_CACHE_MAX_MB": "20.0",
-        "XLABENCH_ACCEPT_BUILD": "1",
         "XLABENCH_TIMING_SLOT": "1",
     }
 
@@ -91,9 +94,12 @@ def test_every_variable_is_read():
         ("XLABENCH_COMPILER_TIMEOUT", "-1", "a number above 0"),
         ("XLABENCH_CACHE_MAX_MB", "lots", "a number above 0"),
         ("XLABENCH_NO_CACHE", "yes", "0 or 1"),
+        ("XLABENCH_TIMING_SLOT", "first", "a whole number from 0"),
     ],
 )
 def test_a_bad_value_is_one_line_naming_the_variable(variable, value, expected):
+    # (The timing slot defaults to the pytest-xdist worker's number: gw1 times on core 1.)
+    assert from_environment({"PYTEST_XDIST_WORKER": "gw1"}).timing_slot == 1
     with pytest.raises(UserInputError) as error:
         from_environment({variable: value})
     assert str(error.value) == f"{variable}={value!r}: expected {expected}"
@@ -179,13 +185,9 @@ def test_the_library_never_writes_an_environment_variable():
     assert writes == []
 
 
-def test_the_environment_is_read_in_one_place_on_the_callers_side():
+def test_the_environment_is_read_in_one_place_by_callers_and_workers_alike():
     readers = {
-        name
-        for name, tree in _modules()
-        if _environment_uses(tree)
-        and not name.startswith(WORKER_SIDE)
-        and name not in WHOLE_ENVIRONMENT_COPIES
+        name for name, tree in _modules() if _environment_uses(tree) and name not in WHOLE_ENVIRONMENT_COPIES
     }
     assert readers == {"settings.py"}
 
@@ -193,6 +195,14 @@ def test_the_environment_is_read_in_one_place_on_the_callers_side():
 def test_the_scan_finds_a_write_and_a_read():
     tree = ast.parse("import os\nos.environ['A'] = '1'\nos.environ.update(B='2')\nx = os.getenv('C')\n")
     assert [kind for _, kind in sorted(_environment_uses(tree))] == ["read", "write", "read", "write", "read"]
+
+
+def test_a_worker_reads_what_its_pool_told_it():
+    told = worker_start(
+        {"XLABENCH_COMPILER_BUILD": "0.10.2-abc", "XLABENCH_SCRATCH_DIR": "/s", "XLABENCH_ACCEPT_BUILD": "1"}
+    )
+    assert told == WorkerStart(compiler_build="0.10.2-abc", scratch_directory="/s", accept_build=True)
+    assert worker_start({}) == WorkerStart(compiler_build=None, scratch_directory=None, accept_build=False)
 
 
 def test_a_driver_made_with_settings_runs_under_them():

@@ -9,7 +9,8 @@ also puts its settings in effect (`in_effect`), so that a library function calle
 writes an environment variable.
 
 A compiler worker is another process: its pool starts it with the variables it needs
-(`Settings.worker_environment`), and the worker reads those itself.
+(`Settings.worker_environment`, and what the pool itself tells it: `WorkerStart`), and the worker reads
+them here too (`current()`, `worker_start()`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,11 @@ from pathlib import Path
 
 from xlabench.errors import UserInputError
 
+# What a compiler worker's pool tells it, beyond the settings (`WorkerStart`): not for users to set.
+ACCEPT_BUILD_VARIABLE = "XLABENCH_ACCEPT_BUILD"  # "1": a compiler registered as a build
+BUILD_VARIABLE = "XLABENCH_COMPILER_BUILD"  # the build identity its executables are filed under
+SCRATCH_DIRECTORY_VARIABLE = "XLABENCH_SCRATCH_DIR"  # the folder its dumps go in (the parent removes it)
+
 # Each variable a user may set, with what it decides (`xlabench --help` and docs/driver.md list them).
 VARIABLES = {
     "XLABENCH_CACHE_DIR": "the cache directory (default ~/.cache/xlabench, or $XDG_CACHE_HOME/xlabench)",
@@ -37,7 +43,6 @@ VARIABLES = {
     "XLABENCH_DISABLE_PASSES": "passes turned off in every compile, comma-separated (a simulated change)",
     "XLABENCH_WORKERS": "compiler worker processes per pool (default 1)",
     "XLABENCH_COMPILER_TIMEOUT": "seconds before a compiler call counts as a hang (default 300)",
-    "XLABENCH_ACCEPT_BUILD": "1: run a jaxlib build outside the supported releases",
     "XLABENCH_TIMING_SLOT": "the core a process times executables on (default the pytest-xdist worker's)",
     "XLABENCH_POLICIES_DIR": "the policies directory (default the checkout's policies/, else the package's)",
     "XLABENCH_BASELINES_DIR": "the baselines directory (default the checkout's baselines/)",
@@ -65,8 +70,7 @@ class Settings:
     disabled_passes: tuple[str, ...] = ()
     workers: int = DEFAULT_WORKERS
     compiler_timeout_seconds: float = DEFAULT_COMPILER_TIMEOUT_SECONDS
-    accept_build: bool = False
-    timing_slot: str | None = None
+    timing_slot: int | None = None  # the core executables are timed on; None: chosen by process id
     policies_directory: Path | None = None  # None: the checkout's policies/, else the package's
     baselines_directory: Path | None = None  # None: the checkout's baselines/, else ./baselines
     tensorflow_python: str | None = None
@@ -89,10 +93,9 @@ class Settings:
             "XLABENCH_CACHE_DIR": self.cache_directory,
             "XLABENCH_EXECUTABLE_CACHE": "1" if self.executable_cache else "0",
             "XLABENCH_EXECUTABLE_CACHE_MAX_MB": repr(self.executable_cache_max_megabytes),
-            "XLABENCH_ACCEPT_BUILD": "1" if self.accept_build else "0",
         }
         if self.timing_slot is not None:
-            environment["XLABENCH_TIMING_SLOT"] = self.timing_slot
+            environment["XLABENCH_TIMING_SLOT"] = str(self.timing_slot)
         return environment
 
     def driver_key(self) -> tuple[object, ...]:
@@ -141,12 +144,42 @@ def from_environment(environment: Mapping[str, str] | None = None) -> Settings:
         compiler_timeout_seconds=_number(
             variables, "XLABENCH_COMPILER_TIMEOUT", DEFAULT_COMPILER_TIMEOUT_SECONDS
         ),
-        accept_build=_flag(variables, "XLABENCH_ACCEPT_BUILD", False),
-        timing_slot=text("XLABENCH_TIMING_SLOT"),
+        timing_slot=_timing_slot(variables),
         policies_directory=_directory(text("XLABENCH_POLICIES_DIR")),
         baselines_directory=_directory(text("XLABENCH_BASELINES_DIR")),
         tensorflow_python=text("XLABENCH_TENSORFLOW_PYTHON"),
     )
+
+
+@dataclass(frozen=True)
+class WorkerStart:
+    """What a compiler worker's pool tells it when it starts, beyond the settings."""
+
+    compiler_build: str | None  # None: file executables under the release
+    scratch_directory: str | None  # None: the temp directory
+    accept_build: bool  # a compiler registered as a build: any version with a supported release's API
+
+
+def worker_start(environment: Mapping[str, str] | None = None) -> WorkerStart:
+    """What this worker's pool told it (default: this process's environment)."""
+    variables = os.environ if environment is None else environment
+    return WorkerStart(
+        compiler_build=variables.get(BUILD_VARIABLE) or None,
+        scratch_directory=variables.get(SCRATCH_DIRECTORY_VARIABLE) or None,
+        accept_build=variables.get(ACCEPT_BUILD_VARIABLE) == "1",
+    )
+
+
+def _timing_slot(variables: Mapping[str, str]) -> int | None:
+    """$XLABENCH_TIMING_SLOT, else the pytest-xdist worker's number (gw0, gw1, ...: one core each, never
+    two on one); a slot that is not a number is refused."""
+    given = variables.get("XLABENCH_TIMING_SLOT", "")
+    if given:
+        if not given.isdigit():
+            raise UserInputError(f"XLABENCH_TIMING_SLOT={given!r}: expected a whole number from 0")
+        return int(given)
+    xdist = variables.get("PYTEST_XDIST_WORKER", "")[2:]
+    return int(xdist) if xdist.isdigit() else None
 
 
 def _flag(variables: Mapping[str, str], name: str, default: bool) -> bool:

@@ -84,3 +84,21 @@ def test_a_killed_worker_leaves_no_dump_folder_behind():
     assert os.listdir(worker.scratch_directory)  # the dead worker's dump folder is still there...
     worker.close()
     assert not os.path.exists(worker.scratch_directory)  # ...until the parent removes it
+
+
+def test_workers_start_with_the_compilers_the_settings_and_the_builds_variables(tmp_path):
+    # A registered build's acceptance must survive the settings' variables laid beside it.
+    import dataclasses
+
+    from xlabench.settings import from_environment
+    from xlabench.xla.compilers.named_compilers import compiler_build, installed_compiler
+
+    build = dataclasses.replace(installed_compiler(), name="dev", kind="python", build=True)
+    settings = from_environment({"XLABENCH_CACHE_DIR": str(tmp_path), "XLABENCH_EXECUTABLE_CACHE": "0"})
+    environment = CompilerPool(compiler=build, settings=settings).worker_environment()
+    assert environment["XLABENCH_ACCEPT_BUILD"] == "1"
+    assert (
+        environment["XLABENCH_CACHE_DIR"] == str(tmp_path) and environment["XLABENCH_EXECUTABLE_CACHE"] == "0"
+    )
+    assert environment["XLABENCH_COMPILER_BUILD"] == compiler_build(build)
+    assert "XLABENCH_ACCEPT_BUILD" not in CompilerPool(settings=settings).worker_environment()

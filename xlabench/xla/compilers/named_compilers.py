@@ -43,11 +43,10 @@ from typing import Any
 
 from xlabench.errors import UserInputError
 from xlabench.files import write_json
-from xlabench.settings import Settings, current
+from xlabench.settings import ACCEPT_BUILD_VARIABLE, Settings, current
 from xlabench.xla.compilers.build_identity import InterpreterQueryFailed, build_identity, interpreter_packages
 from xlabench.xla.compilers.worker_handle import Worker, WorkerDied, WorkerTimedOut
 from xlabench.xla.shared.releases import (
-    ACCEPT_BUILD_VARIABLE,
     UnsupportedCompiler,
     check_supported,
     compiler_title,

@@ -25,6 +25,7 @@ import time
 from multiprocessing.connection import Connection
 from typing import Any
 
+from xlabench.settings import SCRATCH_DIRECTORY_VARIABLE
 from xlabench.xla.shared.cache_directory import cache_directory
 from xlabench.xla.shared.failures import CompilerFailure, DriverFailure, TransientFailure
 from xlabench.xla.shared.releases import UnsupportedCompiler
@@ -173,7 +174,7 @@ class Worker:
         self.scratch_directory = tempfile.mkdtemp(prefix=owned, dir=_scratch_base())
         parent_socket, child_socket = socket.socketpair()
         settings = {**_inherited_environment(), **_WORKER_ENVIRONMENT, **(environment or {})}
-        settings["XLABENCH_SCRATCH_DIR"] = self.scratch_directory
+        settings[SCRATCH_DIRECTORY_VARIABLE] = self.scratch_directory
         settings["PYTHONPATH"] = _worker_python_path(
             self.scratch_directory, python, settings.get("PYTHONPATH")
         )

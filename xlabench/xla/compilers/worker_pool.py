@@ -14,11 +14,11 @@ import queue
 import threading
 from typing import Any
 
-from xlabench.settings import DEFAULT_COMPILER_TIMEOUT_SECONDS, Settings, current
+from xlabench.settings import BUILD_VARIABLE, DEFAULT_COMPILER_TIMEOUT_SECONDS, Settings, current
 from xlabench.xla.compilers.named_compilers import Compiler, compiler_build, resolve_compiler
 from xlabench.xla.compilers.worker_handle import RefusedCall, Worker, WorkerDied, WorkerTimedOut
 from xlabench.xla.shared.failures import CompilerFailure, DriverFailure, TransientFailure
-from xlabench.xla.shared.releases import BUILD_VARIABLE, UnsupportedCompiler
+from xlabench.xla.shared.releases import UnsupportedCompiler
 
 __all__ = [
     "CompilerFailure",
@@ -73,14 +73,7 @@ class CompilerPool:
             if worker is None or not worker.alive():
                 if worker is not None:
                     worker.close()
-                worker = Worker(
-                    {
-                        **self.compiler.worker_environment(),
-                        **self._environment,
-                        BUILD_VARIABLE: compiler_build(self.compiler),
-                    },
-                    self.compiler.python,
-                )
+                worker = Worker(self.worker_environment(), self.compiler.python)
             return worker.call(function_name, arguments, self.timeout if timeout is None else timeout)
         except (CompilerFailure, DriverFailure, UnsupportedCompiler, RefusedCall):
             raise  # an answer: the worker is fine
@@ -102,6 +95,15 @@ class CompilerPool:
             raise
         finally:
             self._idle.put(worker)
+
+    def worker_environment(self) -> dict[str, str]:
+        """What this pool's workers start with beyond the inherited environment: the compiler's own (XLA
+        options, build acceptance), the settings' (caches, timing slot), the pool's extra, the build."""
+        return {
+            **self.compiler.worker_environment(),
+            **self._environment,
+            BUILD_VARIABLE: compiler_build(self.compiler),
+        }
 
     def worker_pids(self) -> list[int]:
         """Process ids of the live idle workers (for diagnostics: who to look at, or stop)."""

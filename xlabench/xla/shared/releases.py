@@ -16,11 +16,9 @@ SUPPORTED_JAXLIB = ("0.8.0", "0.10.2")
 REFERENCE_JAXLIB = "0.10.2"
 # Set ("1") in the workers of a compiler registered as a build (`compilers add --wheel/--python`): its
 # jaxlib may carry any version (a development build's "0.10.3.dev20261205"), and is served when the
-# adapter finds the API of a supported release in it.
-ACCEPT_BUILD_VARIABLE = "XLABENCH_ACCEPT_BUILD"
-# The compiler build a worker serves (`xlabench.xla.compilers.build_identity`), set by the pool: the
-# executable cache files executables under it.
-BUILD_VARIABLE = "XLABENCH_COMPILER_BUILD"
+# adapter finds the API of a supported release in it. The compiler build a worker serves
+# (`xlabench.xla.compilers.build_identity`), set by the pool: the executable cache files executables
+# under it. Both are read in `xlabench.settings` (`worker_start`), with every other variable.
 
 
 class UnsupportedCompiler(UserInputError):

@@ -23,11 +23,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from xlabench.settings import current, worker_start
 from xlabench.xla.shared.cache_directory import cache_directory
-from xlabench.xla.shared.releases import BUILD_VARIABLE
 from xlabench.xla.worker import adapter
 
-DEFAULT_MAX_MEGABYTES = 2048
 _SUFFIX = ".executable"
 # A file is this header, the sha256 of the payload, then the payload: a truncated or foreign file is
 # recognised before XLA is handed its bytes.
@@ -56,7 +55,7 @@ def _machine() -> str:
 def _build() -> str:
     """The compiler build this worker runs (`xlabench.xla.compilers.build_identity`), given by the pool; else
     the release."""
-    return os.environ.get(BUILD_VARIABLE) or adapter.jaxlib_version()
+    return worker_start().compiler_build or adapter.jaxlib_version()
 
 
 def _directory() -> str:
@@ -67,7 +66,7 @@ def _directory() -> str:
 
 def enabled() -> bool:
     """Whether the cache is on (`XLABENCH_EXECUTABLE_CACHE=0` turns it off)."""
-    return os.environ.get("XLABENCH_EXECUTABLE_CACHE", "1") != "0"
+    return current().executable_cache
 
 
 def executable_key(text: str, overrides: dict[str, Any]) -> str:
@@ -147,7 +146,7 @@ def _remove(path: str) -> None:
 
 def _evict(directory: str) -> None:
     """Drop the least recently used files until the folder fits its limit, and stale temporary files."""
-    limit = float(os.environ.get("XLABENCH_EXECUTABLE_CACHE_MAX_MB", DEFAULT_MAX_MEGABYTES)) * 1024 * 1024
+    limit = current().executable_cache_max_megabytes * 1024 * 1024
     entries = []
     now = time.time()
     for entry in os.scandir(directory):

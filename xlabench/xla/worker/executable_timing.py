@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from xlabench.settings import current
 from xlabench.xla.shared.failures import CompilerFailure
 from xlabench.xla.shared.module_structure import donated_parameters
 from xlabench.xla.shared.releases import UnsupportedCompiler
@@ -75,12 +76,10 @@ def one_core() -> Iterator[None]:
 
 
 def _timing_slot() -> int:
-    """Which core this process times on: $XLABENCH_TIMING_SLOT, else the pytest-xdist worker's number
-    (gw0, gw1, ...: one core each, never two on one), else the pid (spread by chance)."""
-    for value in (os.environ.get("XLABENCH_TIMING_SLOT"), os.environ.get("PYTEST_XDIST_WORKER", "")[2:]):
-        if value and value.isdigit():
-            return int(value)
-    return os.getpid()
+    """Which core this process times on: the settings' slot ($XLABENCH_TIMING_SLOT, else the pytest-xdist
+    worker's number: one core each, never two on one), else the pid (spread by chance)."""
+    slot = current().timing_slot
+    return os.getpid() if slot is None else slot
 
 
 def _thread_ids() -> list[int]:

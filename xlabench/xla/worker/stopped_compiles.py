@@ -26,6 +26,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from xlabench.settings import worker_start
 from xlabench.xla.shared import payloads
 from xlabench.xla.shared.failures import CompilerFailure, DriverFailure
 from xlabench.xla.shared.module_names import INTERNAL_MODULE_NAME
@@ -96,7 +97,7 @@ def compile_until_stop(text: str, overrides: dict[str, Any]) -> None:
 
 def _scratch_dir() -> str:
     """A fresh dump directory inside the one the parent gave this worker (it removes that one)."""
-    return tempfile.mkdtemp(prefix="dump-", dir=os.environ.get("XLABENCH_SCRATCH_DIR"))
+    return tempfile.mkdtemp(prefix="dump-", dir=worker_start().scratch_directory)
 
 
 @contextlib.contextmanager

@@ -7,14 +7,13 @@ refused at import (`UnsupportedCompiler`), never mistaken for a bad module later
 
 from __future__ import annotations
 
-import os
-
 import jaxlib
 
-from xlabench.xla.shared.releases import ACCEPT_BUILD_VARIABLE, UnsupportedCompiler, check_supported
+from xlabench.settings import worker_start
+from xlabench.xla.shared.releases import UnsupportedCompiler, check_supported
 
 # Before jax's internals are touched; a registered build is judged by its API below instead.
-check_supported(jaxlib.__version__, accept_build=os.environ.get(ACCEPT_BUILD_VARIABLE) == "1")
+check_supported(jaxlib.__version__, accept_build=worker_start().accept_build)
 
 from jax._src.lib import _jax as jax_bindings  # noqa: E402
 from jax._src.lib import xla_client  # noqa: E402
