@@ -100,14 +100,15 @@ def test_an_evaluation_runs_under_the_settings_it_is_given(one_graph_directory, 
     # A program passes its settings down; the environment (the checkout's policies/) is not consulted.
     from xlabench import Settings, evaluate
 
-    elsewhere = Settings.from_environment().with_options(policies_directory=tmp_path / "no-policies")
+    here = Settings.from_environment()
     with pytest.raises(UserInputError, match="no general policy is shipped"):
-        evaluate(None, str(one_graph_directory), runtime=False, workers=1, settings=elsewhere)
-    turned_off = Settings.from_environment().with_options(disabled_passes=["algsimp"])
-    evaluation = evaluate("replay", str(one_graph_directory), runtime=False, workers=1, settings=turned_off)
-    baseline = evaluate("replay", str(one_graph_directory), runtime=False, workers=1)
-    # XLA's default pipeline without algsimp is another compiler: another default count.
-    assert [row.default_ops for row in evaluation.rows] != [row.default_ops for row in baseline.rows]
+        evaluate(None, str(one_graph_directory), runtime=False, workers=1,
+                 settings=here.with_options(policies_directory=tmp_path / "no-policies"))  # fmt: skip
+    with pytest.raises(UserInputError, match="compiler not-added is not added"):
+        evaluate("replay", str(one_graph_directory), runtime=False, workers=1,
+                 settings=here.with_options(compiler="not-added"))  # fmt: skip
+    evaluation = evaluate("replay", str(one_graph_directory), runtime=False, workers=1, settings=here)
+    assert [row.name for row in evaluation.rows] == [GRAPH] and evaluation.rows[0].error is None
 
 
 @pytest.mark.slow
