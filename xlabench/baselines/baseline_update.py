@@ -24,6 +24,7 @@ from xlabench.baselines.policy_measurement import measure_policy
 from xlabench.errors import UserInputError
 from xlabench.eval.evaluation_records import EvaluationRow
 from xlabench.policies.artifact import policies_directory, policy_names
+from xlabench.settings import Settings, current
 from xlabench.xla.compilers.named_compilers import describe_compiler, resolve_compiler
 
 # A stored runtime ratio is what every later run is held to: time it longer than a gate does ...
@@ -112,11 +113,13 @@ class BaselineDiff:
         return sum(comparison.status() in REGRESSIONS for comparison in self.comparisons)
 
 
-def chosen_policies(references: list[str] | None) -> list[str]:
-    """The policies asked for, or every stored policy (its latest version); none stored is an error."""
-    chosen = references or policy_names()
+def chosen_policies(references: list[str] | None, settings: Settings | None = None) -> list[str]:
+    """The policies asked for, or every stored policy (its latest version, in the policies directory of
+    `settings`, default those in effect); none stored is an error."""
+    root = policies_directory(settings or current())
+    chosen = references or policy_names(root)
     if not chosen:
-        raise UserInputError(f"no policies in {policies_directory()} (train one with `xlabench retrain`)")
+        raise UserInputError(f"no policies in {root} (train one with `xlabench retrain`)")
     return chosen
 
 
@@ -128,20 +131,27 @@ def update_baselines(
     min_run_seconds: float = BASELINE_RUN_SECONDS,
     measurements: int = BASELINE_MEASUREMENTS,
     heard: Callable[[BaselineUpdate], None] = lambda update: None,
+    settings: Settings | None = None,
 ) -> list[BaselineUpdate]:
     """Measure each policy (default every stored one) on `graphs` (default its gated graphs) and store
-    its baselines; `heard` gets each policy's record as soon as it is stored (a policy takes minutes)."""
+    its baselines; `heard` gets each policy's record as soon as it is stored (a policy takes minutes).
+    `settings` (default: those in effect) name the compiler and the policies and baselines directories."""
 
-    gaps = load_known_gaps(baselines_directory() / KNOWN_GAPS_FILE)  # a bad file fails before measuring
+    settings = settings or current()
+    root = baselines_directory(settings)
+    gaps = load_known_gaps(root / KNOWN_GAPS_FILE)  # a bad file fails before measuring
     updates = []
-    for reference in chosen_policies(references):
+    for reference in chosen_policies(references, settings):
         policy, rows = measure_policy(
-            reference, graphs, workers, repeats, min_run_seconds, measurements, for_storing=True
-        )
+            reference, graphs, workers, repeats, min_run_seconds, measurements, for_storing=True,
+            settings=settings,
+        )  # fmt: skip
         name = policy.artifact.metadata["name"]
-        before = previous_versions(name, policy.label)  # read before `write` replaces the set
-        compiler = resolve_compiler()
-        directory = write(name, policy.label, compiler.name, rows, compiler=describe_compiler(compiler))
+        before = previous_versions(name, policy.label, root)  # read before `write` replaces the set
+        compiler = resolve_compiler(settings=settings)
+        directory = write(
+            name, policy.label, compiler.name, rows, root=root, compiler=describe_compiler(compiler)
+        )
         update = BaselineUpdate(
             policy.label,
             directory,
@@ -182,16 +192,22 @@ def diff_baselines(
     repeats: int = REPEATS,
     min_run_seconds: float = BASELINE_RUN_SECONDS,
     heard: Callable[[BaselineDiff], None] = lambda diff: None,
+    settings: Settings | None = None,
 ) -> list[BaselineDiff]:
     """Measure each policy (default every stored one) now and compare each graph with its stored baseline;
     `heard` gets each policy's record as soon as it is measured. Baselines made with another compiler
-    are compared on purpose: that is how a compiler change (`--compiler VERSION`) is judged."""
+    are compared on purpose: that is how a compiler change (`--compiler VERSION`) is judged. `settings`
+    (default: those in effect) name the compiler and the policies and baselines directories."""
 
+    settings = settings or current()
+    root = baselines_directory(settings)
     diffs = []
-    for reference in chosen_policies(references):
-        policy, rows = measure_policy(reference, graphs, workers, repeats, min_run_seconds)
-        compiler = resolve_compiler().name
-        stored = load(policy.artifact.metadata["name"], policy.label, compiler, allow_jaxlib_change=True)
+    for reference in chosen_policies(references, settings):
+        policy, rows = measure_policy(reference, graphs, workers, repeats, min_run_seconds, settings=settings)
+        compiler = resolve_compiler(settings=settings).name
+        stored = load(
+            policy.artifact.metadata["name"], policy.label, compiler, allow_jaxlib_change=True, root=root
+        )
         if stored is None:
             raise UserInputError(f"{policy.label}: no stored baselines (run `xlabench baselines update`)")
         diff = BaselineDiff(

@@ -9,8 +9,9 @@ from xlabench.errors import UserInputError
 from xlabench.eval.evaluate import evaluate_graphs
 from xlabench.eval.evaluation_records import EvaluationRow
 from xlabench.graphs import resolve_graphs
-from xlabench.policies.artifact import gated_graphs
+from xlabench.policies.artifact import gated_graphs, policies_directory
 from xlabench.policies.policy import Policy, load_policy
+from xlabench.settings import Settings, current
 from xlabench.xla import PassDriver
 from xlabench.xla.compilers.worker_pool import CompilerPool
 
@@ -23,20 +24,23 @@ def measure_policy(
     min_run_seconds: float,
     measurements: int = 1,
     for_storing: bool = False,
+    settings: Settings | None = None,
 ) -> tuple[Policy, list[EvaluationRow]]:
     """Load a policy and evaluate it on the graphs of a SPEC (default its gated graphs), runtimes
     included, `measurements` times (one row a graph: `median_rows`). `for_storing` refuses a simulated
-    compiler change: baselines are measured with the whole compiler."""
+    compiler change: baselines are measured with the whole compiler. `settings` (default: those in
+    effect) name the compiler, its caches and the policies directory."""
 
-    pool = CompilerPool(size=workers)
+    settings = settings or current()
+    pool = CompilerPool(size=workers, settings=settings)
     try:
-        driver = PassDriver(pool=pool)
+        driver = PassDriver(pool=pool, settings=settings)
         if driver.disabled_passes and for_storing:
             raise UserInputError(
                 f"XLABENCH_DISABLE_PASSES={','.join(driver.disabled_passes)}: baselines are measured with "
                 "the whole compiler; unset it (`xlabench baselines diff` shows what the change does)"
             )
-        policy = load_policy(reference, driver)
+        policy = load_policy(reference, driver, policies_directory(settings))
         graphs = resolve_graphs(graphs) if graphs else gated_graphs(policy.artifact.metadata)
         runs = [
             evaluate_graphs(

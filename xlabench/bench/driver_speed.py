@@ -10,8 +10,9 @@ from typing import Any
 from xlabench.errors import CompilerError
 from xlabench.graphs import resolve_graphs
 from xlabench.graphs.loader import load_module
+from xlabench.settings import Settings, current
 from xlabench.xla.driver.hlo_module import HloModule
-from xlabench.xla.driver.pass_driver import PassDriver
+from xlabench.xla.driver.pass_driver import PassDriver, default_driver
 
 
 def default_benchmark_graph() -> str:
@@ -34,11 +35,15 @@ def time_each_pass(driver: PassDriver, module: HloModule, actions: list[str]) ->
     return seconds
 
 
-def measure_driver_speed(graph: str | None, action_set: str, rounds: int) -> dict[str, Any]:
+def measure_driver_speed(
+    graph: str | None, action_set: str, rounds: int, settings: Settings | None = None
+) -> dict[str, Any]:
     """Time `apply_pass` of every action pass against full compiles of the same module, interleaved
-    over `rounds`; medians, their ratio and the floor (the compile inside every step, every pass off)."""
-    module = load_module(graph or default_benchmark_graph())
-    driver = PassDriver(use_cache=False)
+    over `rounds`; medians, their ratio and the floor (the compile inside every step, every pass off).
+    `settings` (default: those in effect) name the compiler."""
+    settings = settings or current()
+    module = load_module(graph or default_benchmark_graph(), default_driver(settings))
+    driver = PassDriver(use_cache=False, settings=settings)
     actions = driver.catalogue.action_passes(action_set)
     driver.apply_pass(module, actions[0])  # start the worker and load the catalogue outside the timing
     per_pass: dict[str, list[float]] = collections.defaultdict(list)

@@ -10,21 +10,26 @@ import numpy as np
 
 from xlabench.bench.driver_speed import default_benchmark_graph
 from xlabench.env import PassOrderingEnv
+from xlabench.settings import Settings, current
 from xlabench.xla import PassDriver
 
 
-def measure_env_steps(graph: str | None, action_set: str, steps_wanted: int, seed: int) -> dict[str, Any]:
+def measure_env_steps(
+    graph: str | None, action_set: str, steps_wanted: int, seed: int, settings: Settings | None = None
+) -> dict[str, Any]:
     """Random valid actions, transition cache off (every step compiles), full compiles in between.
 
     Two environments step in lockstep on the same actions, each with its own driver: one counts
     every step, one only at the episode's end (`count_every_step=False`, the shipped policy's).
+    `settings` (default: those in effect) name the compiler.
     """
+    settings = settings or current()
     graph = graph or default_benchmark_graph()
     counted, uncounted = (
         PassOrderingEnv(
             graphs=graph,
             action_set=action_set,
-            driver=PassDriver(use_cache=False),
+            driver=PassDriver(use_cache=False, settings=settings),
             count_every_step=every_step,
         )
         for every_step in (True, False)

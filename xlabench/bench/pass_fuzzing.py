@@ -19,10 +19,11 @@ from typing import Any
 
 from xlabench.errors import CompilerError, UserInputError
 from xlabench.graphs import resolve_graphs
+from xlabench.settings import Settings, current
 from xlabench.xla.compilers.worker_pool import CompilerPool
 from xlabench.xla.driver.execution import compare_outputs, execute, random_inputs
 from xlabench.xla.driver.hlo_module import HloModule
-from xlabench.xla.driver.pass_driver import PassDriver
+from xlabench.xla.driver.pass_driver import PassDriver, default_driver
 
 # (family, name fragment) the fuzz run draws from by default: gather/scatter training steps (GPT-2,
 # MoE, GNN), while loops from lax.scan (recurrent), conditionals and while loops (control_flow),
@@ -78,8 +79,9 @@ class FuzzTally:
         return total
 
 
-def fuzz_modules(specs: list[str]) -> list[HloModule]:
-    """The modules of the graph SPECs, or one mid-sized graph of each kind `FUZZ_GRAPH_CHOICES` names."""
+def fuzz_modules(specs: list[str], driver: PassDriver | None = None) -> list[HloModule]:
+    """The modules of the graph SPECs, or one mid-sized graph of each kind `FUZZ_GRAPH_CHOICES` names,
+    loaded with `driver` (default the process's)."""
     graphs = [graph for spec in specs for graph in resolve_graphs(spec)] if specs else []
     if not specs:
         everything = resolve_graphs("all")
@@ -92,7 +94,7 @@ def fuzz_modules(specs: list[str]) -> list[HloModule]:
             if small:
                 graphs.append(small[len(small) // 2])
     unique = {graph.name: graph for graph in graphs}
-    return [HloModule.from_text(graph.hlo_text(), source=graph.name) for graph in unique.values()]
+    return [HloModule.from_text(graph.hlo_text(), graph.name, driver) for graph in unique.values()]
 
 
 def apply_counted(driver: PassDriver, module: HloModule, pass_name: str, tally: FuzzTally) -> HloModule:
@@ -121,14 +123,18 @@ def fuzz(
     seed: int,
     workers: int,
     use_cache: bool = False,
+    settings: Settings | None = None,
 ) -> dict[str, Any]:
     """Random single-pass applications and random sequences; the report of crashes and mismatches
-    (`numeric_mismatches` and `reparse_failures` empty: the driver held)."""
-    modules = fuzz_modules(graph_specs)
+    (`numeric_mismatches` and `reparse_failures` empty: the driver held). `settings` (default: those in
+    effect) name the compiler."""
+    settings = settings or current()
+    modules = fuzz_modules(graph_specs, default_driver(settings))
     if not modules:
         raise UserInputError("no graphs to fuzz")
-    pool = CompilerPool(size=workers)
-    driver = PassDriver(pool=pool, use_cache=use_cache)  # by default every application compiles
+    pool = CompilerPool(size=workers, settings=settings)
+    # By default every application compiles.
+    driver = PassDriver(pool=pool, use_cache=use_cache, settings=settings)
     actions = driver.catalogue.action_passes(action_set)
     generator = random.Random(seed)
     tally = FuzzTally()
@@ -220,17 +226,22 @@ def fuzz(
 
 
 def standalone_passes(
-    graph_spec: str, pass_names: list[str] | None, workers: int, use_cache: bool = True
+    graph_spec: str,
+    pass_names: list[str] | None,
+    workers: int,
+    use_cache: bool = True,
+    settings: Settings | None = None,
 ) -> dict[str, Any]:
     """Apply each candidate pass (or `pass_names`) alone to each graph's raw module; outcomes per pass.
 
     A pass with a requirement (`catalogue.REQUIREMENTS`) is applied after the pass it requires. A
     candidate with no error, crash or timeout on any suite graph is an action; one that fails is
-    excluded with the reason shown here.
+    excluded with the reason shown here. `settings` (default: those in effect) name the compiler.
     """
+    settings = settings or current()
     graphs = resolve_graphs(graph_spec)
-    pool = CompilerPool(size=workers)
-    driver = PassDriver(pool=pool, use_cache=bool(use_cache))
+    pool = CompilerPool(size=workers, settings=settings)
+    driver = PassDriver(pool=pool, use_cache=bool(use_cache), settings=settings)
     candidates = driver.catalogue.candidate_passes()
     for pass_name in pass_names or []:
         driver.check_pass(pass_name)

@@ -19,6 +19,7 @@ from typing import Any
 from xlabench.errors import CompilerError, DriverError
 from xlabench.eval.evaluation_records import WorstGraph, geomean
 from xlabench.graphs import Graph, resolve_graphs
+from xlabench.settings import Settings, current
 from xlabench.xla.compilers.worker_pool import CompilerPool
 from xlabench.xla.diagnosis.pipeline_replay import replay_default_pipeline, trace_replay
 from xlabench.xla.driver.pass_driver import PassDriver
@@ -208,12 +209,15 @@ def replay_graphs(
     use_cache: bool = True,
     trace: bool = False,
     on_row: Callable[[ReplayRow, int, int], None] = lambda row, done, total: None,
+    settings: Settings | None = None,
 ) -> tuple[list[ReplayRow], ReplaySummary]:
     """Replay XLA's default pipeline on every graph of a SPEC, `workers` at a time (largest first);
-    the rows by name and their summary. `on_row(row, done, total)` hears of each graph as it ends."""
+    the rows by name and their summary. `on_row(row, done, total)` hears of each graph as it ends;
+    `settings` (default: those in effect) name the compiler."""
+    settings = settings or current()
     graphs = resolve_graphs(graph_spec)
-    pool = CompilerPool(size=workers)
-    driver = PassDriver(pool=pool, use_cache=use_cache)
+    pool = CompilerPool(size=workers, settings=settings)
+    driver = PassDriver(pool=pool, use_cache=use_cache, settings=settings)
     rows: list[ReplayRow] = []
     lock = threading.Lock()
 

@@ -23,6 +23,7 @@ from xlabench.bench.driver_speed import time_each_pass
 from xlabench.errors import UserInputError
 from xlabench.files import write_atomically
 from xlabench.graphs.build import lower_program
+from xlabench.settings import Settings, current
 from xlabench.xla.compilers.pass_catalogue import ACTION_SETS
 from xlabench.xla.driver.pass_driver import PassDriver
 
@@ -68,10 +69,12 @@ def measure_scaling(
     action_set: str,
     keep: Path | None = None,
     on_row: Callable[[ScalingRow], None] = lambda row: None,
+    settings: Settings | None = None,
 ) -> list[ScalingRow]:
     """Generate one GPT-2 stack per target op count, then time loading, single passes, the default
-    pipeline and a full compile on each (`keep`: also write the modules there); `on_row` hears each."""
-    driver = PassDriver(use_cache=False)
+    pipeline and a full compile on each (`keep`: also write the modules there); `on_row` hears each.
+    `settings` (default: those in effect) name the compiler; the lowering process needs none (jax only)."""
+    driver = PassDriver(use_cache=False, settings=settings or current())
     if action_set not in ACTION_SETS:
         raise UserInputError(f"--actions {action_set}: unknown action set ({', '.join(ACTION_SETS)})")
     actions = driver.catalogue.action_passes(action_set)

@@ -101,13 +101,14 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exit:  # a parse mistake (one line, 2) or --help (0)
         return int(exit.code or 0)
     try:
-        # Resolved once: the environment's settings with the command's options over them, in effect
-        # for the whole command (every driver, pool and worker it makes runs under them).
+        # Resolved once: the environment's settings with the command's options over them, handed to the
+        # handler, which passes them to every library function it calls. In effect too, for the length of
+        # the command, so that library code called without settings still runs under them.
         settings = from_environment()
         if getattr(args, "compiler", None):
             settings = settings.with_options(compiler=resolve_compiler(args.compiler, settings).name)
         with in_effect(settings):
-            return int(args.handler(args) or 0)
+            return int(args.handler(args, settings) or 0)
     except XlabenchError as error:
         print(f"xlabench: error: {error}", file=sys.stderr)
         return 2

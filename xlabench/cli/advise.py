@@ -9,6 +9,7 @@ from typing import Any
 from xlabench.cli.arguments import seconds
 from xlabench.interactive.advisor import advise
 from xlabench.interactive.serve import DEFAULT_TIMEOUT
+from xlabench.settings import Settings
 
 
 def register(subparsers: Any) -> None:
@@ -30,7 +31,7 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=run_advise)
 
 
-def run_advise(args: argparse.Namespace) -> int:
+def run_advise(args: argparse.Namespace, settings: Settings) -> int:
     """Start the compiler, advise it until it closes its channel, exit with its exit code."""
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    return advise(args.policy, args.channel_base, command, args.timeout)
+    return advise(args.policy, args.channel_base, command, args.timeout, settings=settings)

@@ -29,6 +29,7 @@ from xlabench.baselines.search import (
 from xlabench.cli.arguments import POSITIVE, seconds
 from xlabench.errors import UserInputError
 from xlabench.files import write_atomically, write_json
+from xlabench.settings import Settings
 from xlabench.xla.shared.releases import compiler_title
 
 
@@ -101,7 +102,7 @@ def register(subparsers: Any) -> None:
     paper.set_defaults(handler=run_paper)
 
 
-def run_search(args: argparse.Namespace) -> int:
+def run_search(args: argparse.Namespace, settings: Settings) -> int:
     """Print geomean vs_default of every stored strategy x budget x split, and the share of the best-known
     improvement each captures."""
 
@@ -116,11 +117,11 @@ def run_search(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_paper(args: argparse.Namespace) -> int:
+def run_paper(args: argparse.Namespace, settings: Settings) -> int:
     """Print the paper's headline metric per strategy and family selection, read from committed JSON."""
     from xlabench.baselines.paper import markdown, paper_table, to_json
 
-    root = args.root or baselines_directory()
+    root = args.root or baselines_directory(settings)
     if not root.is_dir():
         raise UserInputError(f"{root}: no such directory (expected a baselines/ directory)")
     table = paper_table(root, args.policy)
@@ -130,13 +131,13 @@ def run_paper(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_update(args: argparse.Namespace) -> int:
+def run_update(args: argparse.Namespace, settings: Settings) -> int:
     """Measure each policy on the graphs and store its baselines; graphs that failed are named. For a
     new policy version, show per graph how it compares with the version stored before."""
 
     updates = update_baselines(
         args.policy, args.graphs, args.workers, args.repeats, args.min_run_time, args.measurements,
-        heard=_show_update,
+        heard=_show_update, settings=settings,
     )  # fmt: skip
     failed = any(update.not_stored for update in updates)
     failing = any(update.failing for update in updates)
@@ -179,7 +180,7 @@ def _show_against_previous(label: str, previous: AgainstPrevious) -> None:
         )
 
 
-def run_diff(args: argparse.Namespace) -> int:
+def run_diff(args: argparse.Namespace, settings: Settings) -> int:
     """Per graph, stored -> now for op count and runtime ratio; exit 1 when an op count grew, a graph
     failed or has no baseline. Baselines made with another jaxlib are compared on purpose: that is how a
     compiler change (`--compiler VERSION`) is judged."""
@@ -196,7 +197,7 @@ def run_diff(args: argparse.Namespace) -> int:
         print(f"  {summary(diff.comparisons)}")
 
     diffs = diff_baselines(
-        args.policy, args.graphs, args.workers, args.repeats, args.min_run_time, heard=show
+        args.policy, args.graphs, args.workers, args.repeats, args.min_run_time, heard=show, settings=settings
     )
     if args.report:
         lines = [

@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from xlabench.eval.comparison_report import write_report
+from xlabench.settings import Settings
 
 
 def register(subparsers: Any) -> None:
@@ -29,7 +30,7 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=run_compare)
 
 
-def run_compare(args: argparse.Namespace) -> int:
+def run_compare(args: argparse.Namespace, settings: Settings) -> int:
     """Load every result, write report.md, report.png (training_curves.png), print the table."""
 
     report = write_report(args.results, args.report, args.title)

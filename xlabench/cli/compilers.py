@@ -11,6 +11,7 @@ from typing import Any
 from xlabench.cli.arguments import NON_NEGATIVE
 from xlabench.errors import UserInputError
 from xlabench.graphs.loader import load_module
+from xlabench.settings import Settings
 from xlabench.xla.compilers.named_compilers import (
     add_compiler,
     add_python_compiler,
@@ -96,7 +97,7 @@ def register_compilers(subparsers: Any) -> None:
     remove.set_defaults(handler=run_compilers_remove)
 
 
-def run_compilers_add(args: argparse.Namespace) -> int:
+def run_compilers_add(args: argparse.Namespace, settings: Settings) -> int:
     """Add one compiler of the kind the options name, showing progress on stderr."""
 
     def progress(line: str) -> None:
@@ -121,24 +122,26 @@ def run_compilers_add(args: argparse.Namespace) -> int:
     if args.version is not None:
         if args.name is not None and args.name != args.version:
             raise UserInputError(f"a release's name is its version: drop --name {args.name}")
-        add_compiler(args.version, progress=progress)
+        add_compiler(args.version, progress=progress, settings=settings)
         return 0
     if args.name is None:
         raise UserInputError(f"compilers add {given[0]}: name it (--name NAME)")
     if args.wheel is not None:
-        add_wheel_compiler(args.wheel, args.name, args.jax, args.jax_wheel, progress=progress)
+        add_wheel_compiler(
+            args.wheel, args.name, args.jax, args.jax_wheel, progress=progress, settings=settings
+        )
     elif args.python is not None:
-        add_python_compiler(args.python, args.name, progress=progress)
+        add_python_compiler(args.python, args.name, progress=progress, settings=settings)
     else:
-        add_variant_compiler(args.base, args.xla_flags, args.name, progress=progress)
+        add_variant_compiler(args.base, args.xla_flags, args.name, progress=progress, settings=settings)
     return 0
 
 
-def run_compilers_list(args: argparse.Namespace) -> int:
+def run_compilers_list(args: argparse.Namespace, settings: Settings) -> int:
     """List the compilers this install can run: name, kind, jaxlib, options, build digest."""
     installed = installed_compiler()
-    compilers = ([installed] if installed is not None else []) + managed_compilers()
-    broken = broken_compilers()
+    compilers = ([installed] if installed is not None else []) + managed_compilers(settings)
+    broken = broken_compilers(settings)
     if args.json:
         rows = [
             {
@@ -178,16 +181,16 @@ def run_compilers_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_compilers_remove(args: argparse.Namespace) -> int:
+def run_compilers_remove(args: argparse.Namespace, settings: Settings) -> int:
     """Delete one managed compiler."""
-    print(f"removed {remove_compiler(args.name)}")
+    print(f"removed {remove_compiler(args.name, settings)}")
     return 0
 
 
-def run_passes(args: argparse.Namespace) -> int:
+def run_passes(args: argparse.Namespace, settings: Settings) -> int:
     """Print the pass catalogue."""
 
-    catalogue = load_catalogue(refresh=args.refresh)
+    catalogue = load_catalogue(refresh=args.refresh, settings=settings)
     action_sets = {name: catalogue.action_passes(name) for name in ACTION_SETS}
     if args.json:
         print(json.dumps({**catalogue.to_dict(), "action_sets": action_sets}))
@@ -210,9 +213,10 @@ def run_passes(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_stats(args: argparse.Namespace) -> int:
+def run_stats(args: argparse.Namespace, settings: Settings) -> int:
     """Print what xlabench measures of one module."""
-    stats = module_stats(load_module(args.graph))
+    driver = default_driver(settings)
+    stats = module_stats(load_module(args.graph, driver), driver)
     if args.json:
         print(json.dumps(stats.to_json()))
         return 0
@@ -231,15 +235,15 @@ def run_stats(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_apply(args: argparse.Namespace) -> int:
+def run_apply(args: argparse.Namespace, settings: Settings) -> int:
     """Apply passes in order, report each step, write the result atomically."""
-    driver = default_driver()
+    driver = default_driver(settings)
     output = args.output
     if os.path.isdir(output):
         raise UserInputError(f"{output}: is a directory, expected an output file path")
     for pass_name in args.passes:
         driver.check_pass(pass_name)
-    module = load_module(args.graph)
+    module = load_module(args.graph, driver)
     applied = driver.apply_passes(module, args.passes)  # stops at the first pass that fails
     failure = applied[-1].error if applied else None
     current = next((step.module for step in reversed(applied) if step.module is not None), module)

@@ -11,6 +11,7 @@ from xlabench.eval.compiler_diff import print_diff, run_compiler_diff, write_dif
 from xlabench.eval.evaluate import DEFAULT_POLICY
 from xlabench.files import write_json
 from xlabench.graphs import resolve_graphs
+from xlabench.settings import Settings
 from xlabench.xla.compilers.named_compilers import compiler_build, resolve_compiler
 from xlabench.xla.shared.releases import compiler_title
 
@@ -40,11 +41,11 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=run_diff_command)
 
 
-def run_diff_command(args: argparse.Namespace) -> int:
+def run_diff_command(args: argparse.Namespace, settings: Settings) -> int:
     """Exit 1 when a graph regressed on head, 0 otherwise; files are written whole, at the end."""
     if args.tolerance < 0:
         raise UserInputError(f"--tolerance must be 0 or more, not {args.tolerance}")
-    base, head = resolve_compiler(args.base), resolve_compiler(args.head)
+    base, head = resolve_compiler(args.base, settings), resolve_compiler(args.head, settings)
     if base.name == head.name:
         raise UserInputError(f"base and head are both {compiler_title(base.name)}: nothing to diff")
     if compiler_build(base) == compiler_build(head):
@@ -54,8 +55,9 @@ def run_diff_command(args: argparse.Namespace) -> int:
         )
     graphs = resolve_graphs(args.graphs)
     diff = run_compiler_diff(
-        base, head, graphs, args.policy, not args.no_runtime, args.repeats, args.workers, args.tolerance
-    )
+        base, head, graphs, args.policy, not args.no_runtime, args.repeats, args.workers, args.tolerance,
+        settings=settings,
+    )  # fmt: skip
     print_diff(diff)
     command = f"xlabench compilers diff {args.base} {args.head} --graphs {args.graphs} --policy {args.policy}"
     command += " --no-runtime" if args.no_runtime else ""

@@ -18,6 +18,7 @@ from xlabench.eval.report import write_report
 from xlabench.files import write_json
 from xlabench.policies.guided import DEFAULT_GUIDED_BUDGET
 from xlabench.search.strategies import DEFAULT_BUDGET, DEFAULT_MAX_LENGTH
+from xlabench.settings import Settings
 from xlabench.xla.compilers.pass_catalogue import ACTION_SETS, DEFAULT_ACTION_SET
 
 
@@ -67,7 +68,7 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=run_eval)
 
 
-def run_eval(args: argparse.Namespace) -> int:
+def run_eval(args: argparse.Namespace, settings: Settings) -> int:
     """Evaluate every graph of the SPEC in parallel; print the table, write JSON and report on success."""
     evaluation = evaluate(
         args.policy,
@@ -84,6 +85,7 @@ def run_eval(args: argparse.Namespace) -> int:
         checkpoint_path=args.checkpoint,
         ray_address=args.ray,
         say=print,
+        settings=settings,
     )
     _print_table(evaluation.label, evaluation.rows, evaluation.summary, compared=evaluation.runtime)
     # Files are written only now, whole and atomically: an interrupted run leaves none half-written.

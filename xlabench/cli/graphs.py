@@ -15,6 +15,7 @@ from xlabench.graphs import graph_sets
 from xlabench.graphs.loader import resolve_graphs
 from xlabench.graphs.suite_definition import SPLITS, GraphSpec, families, suite
 from xlabench.graphs.suite_summary import summary
+from xlabench.settings import Settings
 
 
 def register(subparsers: Any) -> None:
@@ -62,10 +63,10 @@ def select_specs(selectors: list[str]) -> list[GraphSpec]:
     return [s for s in specs if {"all", s.name, s.family, s.split} & wanted]
 
 
-def run_build(args: argparse.Namespace) -> int:
+def run_build(args: argparse.Namespace, settings: Settings) -> int:
     """Handler of `xlabench graphs build`."""
     specs = select_specs(args.specs)
-    report = builder.build(specs, args.out, jobs=args.jobs)
+    report = builder.build(specs, args.out, jobs=args.jobs, settings=settings)
     print(
         f"built {len(report.built)} graphs into {report.directory} in {report.seconds:.1f} s "
         f"({report.stored_bytes / 2**20:.1f} MiB stored)"
@@ -103,7 +104,7 @@ def _print_summary(info: dict[str, Any]) -> None:
         print(f"{label:>10} {bin_['count']:4d} {'#' * round(40 * bin_['count'] / largest)}")
 
 
-def run_list(args: argparse.Namespace) -> int:
+def run_list(args: argparse.Namespace, settings: Settings) -> int:
     """Handler of `xlabench graphs list`."""
     graphs = resolve_graphs(args.spec)
     if args.summary:

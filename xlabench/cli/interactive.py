@@ -17,6 +17,7 @@ from xlabench.interactive.serve import (
     policy_environment,
     serve_episode,
 )
+from xlabench.settings import Settings
 
 
 def register(subparsers: Any) -> None:
@@ -52,7 +53,7 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=run_interactive)
 
 
-def run_interactive(args: argparse.Namespace) -> int:
+def run_interactive(args: argparse.Namespace, settings: Settings) -> int:
     """Serve one episode to the host; print the result. Bad advice or a host gone: one line, exit 2."""
     environment = replace(
         DEFAULT_ENVIRONMENT,
@@ -62,7 +63,7 @@ def run_interactive(args: argparse.Namespace) -> int:
     )
     actions = None
     if args.policy:
-        environment, actions = policy_environment(args.policy)
+        environment, actions = policy_environment(args.policy, settings=settings)
         given = {"--actions": args.actions, "--max-steps": args.max_steps}
         made = {"--actions": environment.action_set, "--max-steps": environment.max_steps}
         differing = [flag for flag, value in given.items() if value is not None and value != made[flag]]
@@ -70,7 +71,9 @@ def run_interactive(args: argparse.Namespace) -> int:
             differing.append("--observe-xla-order")
         if differing:
             raise UserInputError(f"{args.policy} was made with another {', '.join(differing)}: leave it out")
-    result = serve_episode(args.graph, args.channel_base, environment, actions, args.score, args.timeout)
+    result = serve_episode(
+        args.graph, args.channel_base, environment, actions, args.score, args.timeout, settings=settings
+    )
     print(
         f"{result.name}: I {result.I}, D {result.D}, R {result.R}, vs_default {result.vs_default:.4f}, "
         f"{result.calls} compiler calls; sequence: {' '.join(result.sequence) or '(none)'}"

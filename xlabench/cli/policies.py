@@ -8,6 +8,7 @@ from typing import Any
 from xlabench.policies.artifact import how_made, policies_directory, summary_line
 from xlabench.policies.policy import describe, load_policy
 from xlabench.policies.policy_listing import every_version, stored_policies
+from xlabench.settings import Settings
 
 _NONE = "no policies in {} (train one with `xlabench retrain`)"
 
@@ -28,18 +29,19 @@ def register(subparsers: Any) -> None:
     show.set_defaults(handler=run_show)
 
 
-def run_list(args: argparse.Namespace) -> int:
+def run_list(args: argparse.Namespace, settings: Settings) -> int:
     """One line per policy: its latest version's summary and how many versions exist."""
 
+    root = policies_directory(settings)
     if args.markdown:
-        documents = every_version()
+        documents = every_version(root)
         if not documents:
-            print(_NONE.format(policies_directory()))
+            print(_NONE.format(root))
         print(markdown_table(documents))
         return 0
-    policies = stored_policies()
+    policies = stored_policies(root)
     if not policies:
-        print(_NONE.format(policies_directory()))
+        print(_NONE.format(root))
     for policy in policies:
         print(f"{summary_line(policy.latest)}  [{len(policy.versions)} version(s)]")
     return 0
@@ -67,10 +69,10 @@ def markdown_table(documents: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def run_show(args: argparse.Namespace) -> int:
+def run_show(args: argparse.Namespace, settings: Settings) -> int:
     """A version's metadata, after loading it the way `xlabench eval` does (checksum, spaces)."""
 
-    policy = load_policy(args.policy)  # loading does not depend on the compiler
+    policy = load_policy(args.policy, root=policies_directory(settings))  # nor on the compiler
     print(describe(policy.artifact.metadata))
     print(f"  path        {policy.artifact.path}")
     return 0

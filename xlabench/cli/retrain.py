@@ -9,6 +9,7 @@ from typing import Any
 from xlabench.agents.algorithm_config import ALGORITHMS
 from xlabench.cli.arguments import NON_NEGATIVE, POSITIVE
 from xlabench.retraining.new_version import DEFAULT_STEPS, RetrainRequest, retrain
+from xlabench.settings import Settings
 
 
 def register(subparsers: Any) -> None:
@@ -85,7 +86,7 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=run_retrain)
 
 
-def run_retrain(args: argparse.Namespace) -> int:
+def run_retrain(args: argparse.Namespace, settings: Settings) -> int:
     """Train, evaluate and write a new version (`xlabench.retraining.new_version.retrain`); print why not."""
     request = RetrainRequest(
         name=args.name,
@@ -106,7 +107,7 @@ def run_retrain(args: argparse.Namespace) -> int:
         warm_start=args.warm_start,
         eval_graphs=args.eval_graphs,
     )
-    outcome = retrain(request, say=print)
+    outcome = retrain(request, say=print, settings=settings)
     if outcome.written is None:
         for line in outcome.refused:
             print(f"xlabench: retrain: {line}", file=sys.stderr)

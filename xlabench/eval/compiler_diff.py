@@ -24,7 +24,9 @@ from xlabench.eval.evaluate import evaluate_graph
 from xlabench.eval.evaluation_records import EvaluationRow
 from xlabench.files import png_bytes, write_atomically
 from xlabench.graphs import Graph
+from xlabench.policies.artifact import policies_directory
 from xlabench.policies.policy import load_policy
+from xlabench.settings import Settings, current
 from xlabench.xla import PassDriver
 from xlabench.xla.compilers.named_compilers import Compiler, describe_compiler
 from xlabench.xla.compilers.worker_pool import CompilerPool
@@ -265,14 +267,19 @@ def run_compiler_diff(
     repeats: int = 20,
     workers: int = 2,
     tolerance: float = 0.0,
+    settings: Settings | None = None,
 ) -> CompilerDiff:
-    """Diff every graph on two compilers, `workers` graphs at a time (largest first)."""
+    """Diff every graph on two compilers, `workers` graphs at a time (largest first); `settings` (default:
+    those in effect) decide the compilers' caches, timeouts and the policies directory."""
     from tqdm import tqdm
 
-    pools = [CompilerPool(size=max(1, workers), compiler=compiler) for compiler in (base, head)]
+    settings = settings or current()
+    pools = [
+        CompilerPool(size=max(1, workers), compiler=compiler, settings=settings) for compiler in (base, head)
+    ]
     try:
-        drivers = (PassDriver(pool=pools[0]), PassDriver(pool=pools[1]))
-        policy = load_policy(policy_reference, drivers[0])
+        drivers = (PassDriver(pool=pools[0], settings=settings), PassDriver(pool=pools[1], settings=settings))
+        policy = load_policy(policy_reference, drivers[0], policies_directory(settings))
         entries: list[GraphDiff] = []
         lock = threading.Lock()
         progress = tqdm(

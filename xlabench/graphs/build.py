@@ -25,7 +25,7 @@ from xlabench.errors import UserInputError
 from xlabench.files import write_atomically
 from xlabench.graphs import graph_sets
 from xlabench.graphs.suite_definition import GraphSpec, suite
-from xlabench.settings import current
+from xlabench.settings import Settings, current
 
 if TYPE_CHECKING:
     from xlabench.models.common import Program
@@ -88,15 +88,17 @@ def normalize_hlo(text: str, graph_name: str) -> str:
     return text.rstrip("\n") + "\n"
 
 
-def lower(spec: GraphSpec) -> str:
-    """Lower one suite graph to normalised HLO text."""
-    return _lower_with_version(spec)[0]
+def lower(spec: GraphSpec, settings: Settings | None = None) -> str:
+    """Lower one suite graph to normalised HLO text (a tensorflow graph with the TensorFlow Python of
+    `settings`, default those in effect)."""
+    return _lower_with_version(spec, (settings or current()).tensorflow_python)[0]
 
 
-def _lower_with_version(spec: GraphSpec) -> tuple[str, str]:
-    """Worker: (normalised HLO text, version of the framework that lowered it) for one graph."""
+def _lower_with_version(spec: GraphSpec, tensorflow_python: str | None) -> tuple[str, str]:
+    """Worker: (normalised HLO text, version of the framework that lowered it) for one graph. The
+    TensorFlow Python is an argument: a spawned worker has no settings in effect."""
     if spec.framework == "tensorflow":
-        return _lower_tensorflow(spec)
+        return _lower_tensorflow(spec, tensorflow_python)
     import jax
 
     return lower_program(spec.program(), spec.name), jax.__version__
@@ -110,9 +112,9 @@ def lower_program(program: Program, name: str) -> str:
     return normalize_hlo(text, name)
 
 
-def _lower_tensorflow(spec: GraphSpec) -> tuple[str, str]:
-    """TensorFlow's XLA bridge in the TensorFlow interpreter, then the module printed by jaxlib's XLA."""
-    python = current().tensorflow_python
+def _lower_tensorflow(spec: GraphSpec, python: str | None) -> tuple[str, str]:
+    """TensorFlow's XLA bridge in the TensorFlow interpreter `python`, then the module printed by jaxlib's
+    XLA."""
     if not python:
         raise UserInputError(
             f"{spec.name}: the tensorflow family is lowered by TensorFlow: set {TENSORFLOW_PYTHON_VARIABLE} "
@@ -155,11 +157,22 @@ def _entry(spec: GraphSpec, text: str, op_count: int, version: str) -> dict[str,
     }
 
 
-def build(specs: Iterable[GraphSpec], directory: Path = graph_sets.DATA_DIR, jobs: int = 1) -> BuildReport:
+def build(
+    specs: Iterable[GraphSpec],
+    directory: Path = graph_sets.DATA_DIR,
+    jobs: int = 1,
+    settings: Settings | None = None,
+) -> BuildReport:
     """Lower `specs` into `directory`, merging with entries of other suite graphs already recorded there.
 
-    Entries for graphs no longer in the suite are dropped and their files removed.
+    Entries for graphs no longer in the suite are dropped and their files removed. `settings` (default:
+    those in effect) name the TensorFlow Python and the compiler that counts each graph's ops.
     """
+    # Here, not at the top: the lowering workers import this module, and need no driver.
+    from xlabench.xla.driver.pass_driver import default_driver
+
+    settings = settings or current()
+    python = settings.tensorflow_python
     started = time.perf_counter()
     specs = list(specs)
     directory.mkdir(parents=True, exist_ok=True)
@@ -167,10 +180,11 @@ def build(specs: Iterable[GraphSpec], directory: Path = graph_sets.DATA_DIR, job
         # spawn, not fork: jax is multithreaded and must not be forked after initialisation.
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-            lowered = list(pool.map(_lower_with_version, specs))
+            lowered = list(pool.map(_lower_with_version, specs, [python] * len(specs)))
     else:
-        lowered = [_lower_with_version(spec) for spec in specs]
+        lowered = [_lower_with_version(spec, python) for spec in specs]
 
+    driver = default_driver(settings)
     entries: dict[str, dict[str, Any]] = {}
     if (directory / graph_sets.MANIFEST_NAME).exists():
         suite_names = {spec.name for spec in suite()}
@@ -178,7 +192,7 @@ def build(specs: Iterable[GraphSpec], directory: Path = graph_sets.DATA_DIR, job
         entries = {entry["name"]: entry for entry in previous if entry["name"] in suite_names}
     for spec, (text, jax_version) in zip(specs, lowered, strict=True):
         # Counting parses the text with XLA (in xlabench.xla's own worker), which also validates it.
-        op_count = HloModule.from_text(text, source=spec.name).op_count
+        op_count = driver.features(HloModule.from_text(text, spec.name, driver)).op_count
         write_atomically(directory / (spec.name + graph_sets.GRAPH_SUFFIX), graph_sets.compress_hlo(text))
         entries[spec.name] = _entry(spec, text, op_count, jax_version)
     graph_sets.write_manifest(directory, list(entries.values()))

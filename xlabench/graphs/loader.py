@@ -19,7 +19,7 @@ from typing import Any
 from xlabench.errors import UserInputError
 from xlabench.graphs import graph_sets
 from xlabench.graphs.suite_definition import SPLITS, families
-from xlabench.xla.driver.hlo_module import HloModule
+from xlabench.xla.driver.hlo_module import HloModule, ModuleServices
 
 USER_FAMILY = "user"
 # Config keys that make graphs of one family different architectures: TensorFlow's models, the
@@ -180,13 +180,14 @@ def resolve_graphs(spec: str) -> list[Graph]:
     raise UserInputError(f"unknown graph, family or split {spec!r}{hint}")
 
 
-def load_module(spec: str) -> HloModule:
-    """An HLO module from a file path, or from the graph suite by name (exactly one graph)."""
+def load_module(spec: str, driver: ModuleServices | None = None) -> HloModule:
+    """An HLO module from a file path, or from the graph suite by name (exactly one graph), loaded with
+    `driver` (default the process's)."""
     looks_like_path = os.sep in spec or spec.endswith((".hlo", ".txt")) or os.path.exists(spec)
     if looks_like_path:
-        return HloModule.from_file(spec)
+        return HloModule.from_file(spec, driver)
     graphs = resolve_graphs(spec)
     if len(graphs) != 1:
         raise UserInputError(f"{spec}: names {len(graphs)} graphs, expected one .hlo file or graph name")
     graph = graphs[0]
-    return HloModule.from_text(graph.hlo_text(), source=graph.name)
+    return HloModule.from_text(graph.hlo_text(), source=graph.name, driver=driver)

@@ -25,17 +25,27 @@ from xlabench.interactive.protocol import (
     write_all,
 )
 from xlabench.interactive.serve import DEFAULT_TIMEOUT
+from xlabench.policies.artifact import policies_directory
 from xlabench.policies.policy import load_policy
+from xlabench.settings import Settings, current
 from xlabench.xla import default_driver
 
 
-def advise(policy_name: str, channel_base: str, command: list[str], timeout: float = DEFAULT_TIMEOUT) -> int:
-    """Start the compiler `command`, advise it with the policy until it closes its channel; its exit
-    code. Features the policy cannot take, or a compiler that stopped listening: UserInputError."""
+def advise(
+    policy_name: str,
+    channel_base: str,
+    command: list[str],
+    timeout: float = DEFAULT_TIMEOUT,
+    settings: Settings | None = None,
+) -> int:
+    """Start the compiler `command`, advise it with the policy (from the policies directory of `settings`,
+    default those in effect) until it closes its channel; its exit code. Features the policy cannot take,
+    or a compiler that stopped listening: UserInputError."""
 
     if not command:
         raise UserInputError("advise needs the compiler to start: xlabench advise ... -- COMMAND ...")
-    policy = load_policy(policy_name, default_driver())
+    settings = settings or current()
+    policy = load_policy(policy_name, default_driver(settings), policies_directory(settings))
     inbound_path, outbound_path = make_fifos(channel_base)
     try:
         process = subprocess.Popen(command)

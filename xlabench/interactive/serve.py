@@ -29,6 +29,7 @@ from xlabench.interactive.protocol import (
     open_fifo,
     write_all,
 )
+from xlabench.settings import Settings, current
 from xlabench.xla import default_driver
 
 DEFAULT_TIMEOUT = 300.0
@@ -62,12 +63,14 @@ def feature_specs(observation_space: Any, action_count: int) -> list[TensorSpec]
     return [*specs, TensorSpec("action_mask", (action_count,), "int64_t")]
 
 
-def policy_environment(reference: str) -> tuple[EnvironmentConfig, list[str]]:
-    """The environment a policy (NAME, NAME@vX.Y or a version directory) was made in, and its actions,
-    from its metadata."""
-    from xlabench.policies.artifact import read_metadata, resolve
+def policy_environment(
+    reference: str, settings: Settings | None = None
+) -> tuple[EnvironmentConfig, list[str]]:
+    """The environment a policy (NAME, NAME@vX.Y or a version directory, in the policies directory of
+    `settings`, default those in effect) was made in, and its actions, from its metadata."""
+    from xlabench.policies.artifact import policies_directory, read_metadata, resolve
 
-    path = resolve(reference)
+    path = resolve(reference, policies_directory(settings or current()))
     metadata = read_metadata(path)
     environment, actions = metadata.get("environment") or {}, metadata.get("actions")
     if not isinstance(environment, dict) or not isinstance(actions, list):
@@ -85,24 +88,25 @@ def serve_episode(
     actions: list[str] | None = None,
     score: bool = False,
     timeout: float = DEFAULT_TIMEOUT,
+    settings: Settings | None = None,
 ) -> EpisodeResult:
     """Serve one episode on one graph to the host at `channel_base`, in `environment` (with `actions`,
-    a policy's own list: those this compiler lacks are masked); bad advice or a host gone raise
-    UserInputError (one line)."""
+    a policy's own list: those this compiler lacks are masked), compiling under `settings` (default:
+    those in effect); bad advice or a host gone raise UserInputError (one line)."""
 
     graphs = resolve_graphs(graph_spec)
     if len(graphs) != 1:
         raise UserInputError(f"{graph_spec}: names {len(graphs)} graphs; interactive takes one")
     graph = graphs[0]
     # Counted once at the end, as `rollout` counts; `score` asks for each decision's reward.
-    settings = {**environment.to_json(), "count_every_step": False}
+    options = {**environment.to_json(), "count_every_step": False}
     env = PassOrderingEnv(
         graphs=[graph],
         actions=actions,
-        driver=default_driver(),
+        driver=default_driver(settings or current()),
         rewards=score,
         mask_missing_actions=True,
-        **settings,
+        **options,
     )
     actions = env.actions
     observation, info = env.reset(

@@ -16,6 +16,7 @@ from xlabench.bench.pass_fuzzing import fuzz, standalone_passes
 from xlabench.bench.replay_fidelity import REPLAY_TOLERANCE, ReplayRow, replay_graphs
 from xlabench.cli.arguments import NON_NEGATIVE, POSITIVE
 from xlabench.eval.evaluation_records import worst_text
+from xlabench.settings import Settings
 from xlabench.xla.compilers.pass_catalogue import ACTION_SETS, DEFAULT_ACTION_SET
 
 
@@ -78,9 +79,9 @@ def register(bench_subparsers: Any) -> None:
     standalone.set_defaults(handler=run_standalone_benchmark)
 
 
-def run_driver_benchmark(args: argparse.Namespace) -> int:
+def run_driver_benchmark(args: argparse.Namespace, settings: Settings) -> int:
     """Time apply_pass for every action pass against full compiles of the same module."""
-    report = measure_driver_speed(args.graph, args.actions, args.rounds)
+    report = measure_driver_speed(args.graph, args.actions, args.rounds, settings=settings)
     if args.json:
         print(json.dumps(report))
         return 0
@@ -103,11 +104,11 @@ def run_driver_benchmark(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_fuzz(args: argparse.Namespace) -> int:
+def run_fuzz(args: argparse.Namespace, settings: Settings) -> int:
     """Random single-pass applications and random sequences; report crashes and numeric mismatches."""
     report = fuzz(
         args.graphs, args.actions, args.singles, args.sequences, args.length, args.seed, args.workers,
-        args.use_cache,
+        args.use_cache, settings=settings,
     )  # fmt: skip
     if args.json:
         print(json.dumps(report))
@@ -149,7 +150,7 @@ def run_fuzz(args: argparse.Namespace) -> int:
     return 1 if report["numeric_mismatches"] or report["reparse_failures"] else 0
 
 
-def run_replay_benchmark(args: argparse.Namespace) -> int:
+def run_replay_benchmark(args: argparse.Namespace, settings: Settings) -> int:
     """Replay XLA's default pipeline pass by pass on every graph of a SPEC; print D vs replay."""
 
     def heard(row: ReplayRow, done: int, total: int) -> None:
@@ -164,7 +165,9 @@ def run_replay_benchmark(args: argparse.Namespace) -> int:
         print(f"replay [{done}/{total}] {row.name}: {figures}", file=sys.stderr, flush=True)
 
     started = time.perf_counter()
-    rows, summary = replay_graphs(args.graphs, args.workers, not args.no_cache, args.trace, heard)
+    rows, summary = replay_graphs(
+        args.graphs, args.workers, not args.no_cache, args.trace, heard, settings=settings
+    )
     graphs_out = [row.to_json() for row in rows]
     if args.json:
         print(
@@ -204,9 +207,9 @@ def run_replay_benchmark(args: argparse.Namespace) -> int:
     return 0 if summary.failed == 0 else 1
 
 
-def run_standalone_benchmark(args: argparse.Namespace) -> int:
+def run_standalone_benchmark(args: argparse.Namespace, settings: Settings) -> int:
     """Apply each candidate pass alone to each graph's raw module; count outcomes per pass."""
-    report = standalone_passes(args.graphs, args.passes, args.workers, not args.no_cache)
+    report = standalone_passes(args.graphs, args.passes, args.workers, not args.no_cache, settings=settings)
     per_pass = report["passes"]
     if args.json:
         print(json.dumps(report))

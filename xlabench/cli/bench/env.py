@@ -9,6 +9,7 @@ from typing import Any
 
 from xlabench.bench.env_step_cost import measure_env_steps
 from xlabench.cli.arguments import POSITIVE
+from xlabench.settings import Settings
 from xlabench.xla.compilers.pass_catalogue import ACTION_SETS, DEFAULT_ACTION_SET
 
 
@@ -29,9 +30,9 @@ def register(bench_subparsers: Any) -> None:
     parser.set_defaults(handler=run_env_benchmark)
 
 
-def run_env_benchmark(args: argparse.Namespace) -> int:
+def run_env_benchmark(args: argparse.Namespace, settings: Settings) -> int:
     """Time environment steps (counted every step, and at the end) against full compiles; print medians."""
-    report = measure_env_steps(args.graph, args.actions, args.steps, args.seed)
+    report = measure_env_steps(args.graph, args.actions, args.steps, args.seed, settings=settings)
     if args.json:
         print(json.dumps(report))
         return 0

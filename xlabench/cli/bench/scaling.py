@@ -11,6 +11,7 @@ from typing import Any
 
 from xlabench.bench.size_scaling import DEFAULT_SIZES, ScalingRow, measure_scaling
 from xlabench.errors import UserInputError
+from xlabench.settings import Settings
 from xlabench.xla.compilers.pass_catalogue import ACTION_SETS
 
 
@@ -40,7 +41,7 @@ def _sizes(spec: str) -> list[int]:
     return sizes
 
 
-def run_scaling_benchmark(args: argparse.Namespace) -> int:
+def run_scaling_benchmark(args: argparse.Namespace, settings: Settings) -> int:
     """Generate one module per size, then time loading, single passes, the default pipeline and a compile."""
     printed: list[ScalingRow] = []
 
@@ -49,7 +50,7 @@ def run_scaling_benchmark(args: argparse.Namespace) -> int:
             _print_row(row, header=not printed)
         printed.append(row)
 
-    rows = measure_scaling(_sizes(args.sizes), args.actions, args.keep, heard)
+    rows = measure_scaling(_sizes(args.sizes), args.actions, args.keep, heard, settings=settings)
     if args.json:
         measured = [
             {**asdict(row), "step_ms_per_thousand_ops": row.step_ms_per_thousand_ops, "ratio": row.ratio}

@@ -167,8 +167,8 @@ def _from_record(name: str, directory: str, record: dict[str, Any]) -> Compiler:
     """The compiler a record describes (a variant's base resolved); UserInputError when it cannot run."""
     kind = record.get("kind", "release")  # records before compilers had kinds are releases
     if kind == "variant":
-        try:
-            base = resolve_compiler(str(record["base"]))
+        try:  # the base lives beside the variant
+            base = _resolve_in(str(record["base"]), os.path.dirname(directory))
         except UserInputError as error:
             raise UserInputError(
                 f"compiler {name}: its base {record.get('base')} cannot run: {error}"
@@ -192,19 +192,21 @@ def _from_record(name: str, directory: str, record: dict[str, Any]) -> Compiler:
     return Compiler(name, str(record.get("jaxlib")), python, kind, build=kind == "wheel")
 
 
-def managed_compilers() -> list[Compiler]:
-    """Every compiler `xlabench compilers add` made that can run: releases oldest first, then by name."""
-    return [compiler for compiler in _managed_entries() if isinstance(compiler, Compiler)]
+def managed_compilers(settings: Settings | None = None) -> list[Compiler]:
+    """Every compiler `xlabench compilers add` made that can run (in the compilers directory of
+    `settings`, default those in effect): releases oldest first, then by name."""
+    return [compiler for compiler in _managed_entries(settings) if isinstance(compiler, Compiler)]
 
 
-def broken_compilers() -> list[tuple[str, str]]:
-    """(name, why) of each managed entry that cannot run (a removed base, a deleted interpreter)."""
-    return [entry for entry in _managed_entries() if isinstance(entry, tuple)]
+def broken_compilers(settings: Settings | None = None) -> list[tuple[str, str]]:
+    """(name, why) of each managed entry that cannot run (a removed base, a deleted interpreter), in the
+    compilers directory of `settings` (default those in effect)."""
+    return [entry for entry in _managed_entries(settings) if isinstance(entry, tuple)]
 
 
-def _managed_entries() -> list[Compiler | tuple[str, str]]:
+def _managed_entries(settings: Settings | None) -> list[Compiler | tuple[str, str]]:
     found: list[Compiler | tuple[str, str]] = []
-    root = compilers_directory()
+    root = compilers_directory(settings)
     if not os.path.isdir(root):
         return found
     for name in os.listdir(root):
@@ -240,7 +242,11 @@ def resolve_compiler(name: str | None = None, settings: Settings | None = None) 
     added, or a managed one that is broken.
     """
     settings = settings or current()
-    name = name or settings.compiler
+    return _resolve_in(name or settings.compiler, compilers_directory(settings))
+
+
+def _resolve_in(name: str | None, root: str) -> Compiler:
+    """The compiler named `name` (None: the installed one), managed ones looked for in `root`."""
     installed = installed_compiler()
     if name is None or (installed is not None and name == installed.name):
         if installed is None:
@@ -255,7 +261,7 @@ def resolve_compiler(name: str | None = None, settings: Settings | None = None) 
             )
         check_supported(installed.version)
         return installed
-    return _resolve_managed(name, settings)
+    return _resolve_managed(name, root)
 
 
 @functools.lru_cache(maxsize=64)
@@ -267,12 +273,12 @@ def _resolve_cached(name: str, root: str, stamp: float) -> Compiler:
     return _from_record(name, directory, record)
 
 
-def _resolve_managed(name: str, settings: Settings) -> Compiler:
-    """A managed compiler by name (remembered while its record is unchanged)."""
+def _resolve_managed(name: str, root: str) -> Compiler:
+    """A managed compiler by name, in `root` (remembered while its record is unchanged)."""
     if is_release(name):
         check_supported(name)
     _check_name_form(name)
-    directory = os.path.join(compilers_directory(settings), name)
+    directory = os.path.join(root, name)
     if not os.path.isdir(directory):
         if is_release(name):
             raise UserInputError(f"jaxlib {name} is not added: run `xlabench compilers add {name}`")
@@ -281,37 +287,40 @@ def _resolve_managed(name: str, settings: Settings) -> Compiler:
         stamp = os.stat(os.path.join(directory, _RECORD)).st_mtime_ns
     except OSError:
         raise _broken(name, directory, f"no {_RECORD}") from None
-    return _resolve_cached(name, compilers_directory(settings), stamp)
+    return _resolve_cached(name, root, stamp)
 
 
-def _check_new_name(name: str) -> None:
-    """A name `add` may give: well formed, not a release number (kept for releases), not taken."""
+def _check_new_name(name: str, root: str) -> None:
+    """A name `add` may give: well formed, not a release number (kept for releases), not taken in
+    `root`."""
     _check_name_form(name)
     if is_release(name):
         raise UserInputError(f"{name}: a release number names that release; give a build another --name")
     installed = installed_compiler()
-    if (installed is not None and name == installed.name) or os.path.exists(
-        os.path.join(compilers_directory(), name)
-    ):
+    if (installed is not None and name == installed.name) or os.path.exists(os.path.join(root, name)):
         raise UserInputError(f"compiler {name} already exists (`xlabench compilers remove {name}` first)")
 
 
-def add_compiler(version: str, progress: Callable[[str], None] = print) -> Compiler:
-    """Make the managed environment of jaxlib release `version` (pip, showing its progress).
+def add_compiler(
+    version: str, progress: Callable[[str], None] = print, settings: Settings | None = None
+) -> Compiler:
+    """Make the managed environment of jaxlib release `version` (pip, showing its progress), in the
+    compilers directory of `settings` (default those in effect).
 
     Already added: returned as it is. A release outside the range, or one the registry does not
     have: UserInputError, and nothing is left behind.
     """
+    root = compilers_directory(settings or current())
     check_supported(version)
     installed = installed_compiler()
     if installed is not None and installed.version == version:
         progress(f"jaxlib {version} is the installed compiler: nothing to add")
         return installed
-    target = os.path.join(compilers_directory(), version)
-    with _name_lock(version):
+    target = os.path.join(root, version)
+    with _name_lock(root):
         if _read_record(target) is not None:
             progress(f"jaxlib {version} is already added ({target})")
-            return resolve_compiler(version)
+            return _resolve_in(version, root)
         if os.path.exists(target):
             raise UserInputError(
                 f"jaxlib {version}: {target} exists but is not a finished environment; "
@@ -319,7 +328,7 @@ def add_compiler(version: str, progress: Callable[[str], None] = print) -> Compi
             )
         packages = [f"jax=={version}", f"jaxlib=={version}", f"numpy=={metadata.version('numpy')}"]
         record = {"kind": "release", "name": version, "jaxlib": version, "packages": packages}
-        return _make_environment(version, f"jaxlib {version}", packages, record, progress)
+        return _make_environment(root, version, f"jaxlib {version}", packages, record, progress)
 
 
 @dataclass(frozen=True)
@@ -363,9 +372,12 @@ def add_wheel_compiler(
     jax: str | None = None,
     jax_wheel: str | None = None,
     progress: Callable[[str], None] = print,
+    settings: Settings | None = None,
 ) -> Compiler:
-    """A managed environment from a local jaxlib wheel and a matching jax (a release, or a jax wheel)."""
-    _check_new_name(name)
+    """A managed environment from a local jaxlib wheel and a matching jax (a release, or a jax wheel), in
+    the compilers directory of `settings` (default those in effect)."""
+    root = compilers_directory(settings or current())
+    _check_new_name(name, root)
     found = read_wheel(wheel)
     if found.distribution != "jaxlib":
         raise UserInputError(f"{wheel}: a wheel of {found.distribution}, not of jaxlib")
@@ -394,14 +406,18 @@ def add_wheel_compiler(
         "wheel": {"path": found.path, "sha256": found.sha256},
         "packages": packages,
     }
-    with _name_lock(name):
-        _check_new_name(name)
-        return _make_environment(name, f"compiler {name}", packages, record, progress, build=True)
+    with _name_lock(root):
+        _check_new_name(name, root)
+        return _make_environment(root, name, f"compiler {name}", packages, record, progress, build=True)
 
 
-def add_python_compiler(python: str, name: str, progress: Callable[[str], None] = print) -> Compiler:
-    """Register an interpreter whose installed jaxlib is used as it is (nothing is installed into it)."""
-    _check_new_name(name)
+def add_python_compiler(
+    python: str, name: str, progress: Callable[[str], None] = print, settings: Settings | None = None
+) -> Compiler:
+    """Register an interpreter whose installed jaxlib is used as it is (nothing is installed into it), in
+    the compilers directory of `settings` (default those in effect)."""
+    root = compilers_directory(settings or current())
+    _check_new_name(name, root)
     path = os.path.abspath(python)
     if not os.path.isfile(path) or not os.access(path, os.X_OK):
         raise UserInputError(f"{python}: no such interpreter (an executable python)")
@@ -415,9 +431,9 @@ def add_python_compiler(python: str, name: str, progress: Callable[[str], None] 
     progress(f"[1/1] starting a compiler worker under {path} (jaxlib {packages['jaxlib']})")
     compiler = Compiler(name, str(packages["jaxlib"]), path, "python", build=True)
     record = {"kind": "python", "name": name, "interpreter": path, "jaxlib": packages["jaxlib"]}
-    with _name_lock(name):
-        _check_new_name(name)
-        return _register(compiler, record, progress)
+    with _name_lock(root):
+        _check_new_name(name, root)
+        return _register(root, compiler, record, progress)
 
 
 def parse_xla_flags(text: str) -> tuple[str, ...]:
@@ -458,12 +474,18 @@ _DRIVER_OPTIONS = {
 
 
 def add_variant_compiler(
-    base: str, xla_flags: str, name: str, progress: Callable[[str], None] = print
+    base: str,
+    xla_flags: str,
+    name: str,
+    progress: Callable[[str], None] = print,
+    settings: Settings | None = None,
 ) -> Compiler:
-    """Another compiler with explicit XLA options passed to every compile; XLA must accept them."""
-    _check_new_name(name)
+    """Another compiler with explicit XLA options passed to every compile; XLA must accept them. It goes
+    in the compilers directory of `settings` (default those in effect)."""
+    root = compilers_directory(settings or current())
+    _check_new_name(name, root)
     options = parse_xla_flags(xla_flags)
-    parent = resolve_compiler(base)
+    parent = _resolve_in(base, root)
     compiler = Compiler(
         name, parent.version, parent.python, "variant", parent.xla_flags + options, parent.name, parent.build
     )
@@ -475,27 +497,31 @@ def add_variant_compiler(
         "xla_flags": list(options),
         "jaxlib": parent.version,
     }
-    with _name_lock(name):
-        _check_new_name(name)
-        return _register(compiler, record, progress)
+    with _name_lock(root):
+        _check_new_name(name, root)
+        return _register(root, compiler, record, progress)
 
 
-def _name_lock(name: str) -> Any:
+def _name_lock(root: str) -> Any:
     """Two adds of one name at once: the second waits, then finds it taken. One lock file for every
-    name, beside the folder (adds are rare; no file a name piles up, and the folder holds compilers only)."""
+    name, beside the folder `root` (adds are rare; no file a name piles up, and the folder holds compilers
+    only)."""
     from filelock import FileLock  # the caller's side only: compiler workers never add
 
-    os.makedirs(compilers_directory(), exist_ok=True)
-    return FileLock(f"{compilers_directory().rstrip(os.sep)}-add.lock")
+    os.makedirs(root, exist_ok=True)
+    return FileLock(f"{root.rstrip(os.sep)}-add.lock")
 
 
-def _register(compiler: Compiler, record: dict[str, Any], progress: Callable[[str], None]) -> Compiler:
-    """Probe a compiler that needs no environment of its own, then write its folder (record only)."""
+def _register(
+    root: str, compiler: Compiler, record: dict[str, Any], progress: Callable[[str], None]
+) -> Compiler:
+    """Probe a compiler that needs no environment of its own, then write its folder (record only) in
+    `root`."""
     started = time.monotonic()
     answer = _probe(compiler)
     record = {**record, "api": answer["api"], "made": _now()}
-    target = os.path.join(compilers_directory(), compiler.name)
-    building = tempfile.mkdtemp(prefix=f".{compiler.name}-", dir=compilers_directory())
+    target = os.path.join(root, compiler.name)
+    building = tempfile.mkdtemp(prefix=f".{compiler.name}-", dir=root)
     try:
         write_json(os.path.join(building, _RECORD), record)
         os.replace(building, target)
@@ -509,6 +535,7 @@ def _register(compiler: Compiler, record: dict[str, Any], progress: Callable[[st
 
 
 def _make_environment(
+    root: str,
     name: str,
     subject: str,
     packages: list[str],
@@ -516,9 +543,10 @@ def _make_environment(
     progress: Callable[[str], None],
     build: bool = False,
 ) -> Compiler:
-    """Build a venv with `packages` in a temporary folder, probe it, record it, rename it into place."""
-    target = os.path.join(compilers_directory(), name)
-    building = tempfile.mkdtemp(prefix=f".{name}-", dir=compilers_directory())
+    """Build a venv with `packages` in a temporary folder of `root`, probe it, record it, rename it into
+    place."""
+    target = os.path.join(root, name)
+    building = tempfile.mkdtemp(prefix=f".{name}-", dir=root)
     started = time.monotonic()
     try:
         progress(f"[1/3] creating an environment for {subject}")
@@ -556,16 +584,18 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def remove_compiler(name: str) -> str:
-    """Delete a managed compiler (finished or broken); return its folder. A base of variants stays."""
+def remove_compiler(name: str, settings: Settings | None = None) -> str:
+    """Delete a managed compiler (finished or broken) from the compilers directory of `settings` (default
+    those in effect); return its folder. A base of variants stays."""
+    root = compilers_directory(settings or current())
     _check_name_form(name)
-    target = os.path.join(compilers_directory(), name)
+    target = os.path.join(root, name)
     if not os.path.isdir(target):
         raise UserInputError(f"{compiler_title(name)} is not added (see `xlabench compilers list`)")
     dependants = sorted(
         other
-        for other in os.listdir(compilers_directory())
-        if (record := _read_record(os.path.join(compilers_directory(), other))) is not None
+        for other in os.listdir(root)
+        if (record := _read_record(os.path.join(root, other))) is not None
         and record.get("kind") == "variant"
         and record.get("base") == name
     )
@@ -574,7 +604,7 @@ def remove_compiler(name: str) -> str:
             f"compiler {name}: the variant(s) {', '.join(dependants)} run on it: remove them first"
         )
     # Rename first: a removal cut short never leaves a folder that looks like a compiler.
-    doomed = tempfile.mkdtemp(prefix=f".{name}-removing-", dir=compilers_directory())
+    doomed = tempfile.mkdtemp(prefix=f".{name}-removing-", dir=root)
     os.replace(target, os.path.join(doomed, name))
     shutil.rmtree(doomed, ignore_errors=True)
     _resolve_cached.cache_clear()

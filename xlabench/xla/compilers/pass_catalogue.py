@@ -40,6 +40,7 @@ from typing import Any
 
 from xlabench.errors import CompilerError, DriverError, UserInputError
 from xlabench.files import write_atomically, write_json
+from xlabench.settings import Settings, current
 from xlabench.xla.caches.transition_cache import cache_unwritable, crash_directory
 from xlabench.xla.compilers import worker_pool
 from xlabench.xla.compilers.named_compilers import Compiler, compiler_build, resolve_compiler
@@ -523,12 +524,14 @@ def classify(tree: list[dict[str, Any]], jaxlib_version: str) -> PassCatalogue:
 DISCOVERY = "@discover-pipeline"  # the compiler call that discovers the pipeline, as errors name it
 
 
-def discover(compiler: Compiler, timeout: float = 600) -> PassCatalogue:
-    """Compile the probe module with pipeline logging on and classify what ran.
+def discover(compiler: Compiler, timeout: float = 600, settings: Settings | None = None) -> PassCatalogue:
+    """Compile the probe module with pipeline logging on and classify what ran, the worker started under
+    `settings` (default: those in effect).
 
     A worker that dies or hangs on the way is a CompilerError (with a reproducer: what the worker
     printed, and the command that discovers again), as on any other compiler call.
     """
+    settings = settings or current()
     try:
         version, log = worker_pool.call_once(
             "discover_pipeline",
@@ -539,12 +542,13 @@ def discover(compiler: Compiler, timeout: float = 600) -> PassCatalogue:
             },
             timeout=timeout,
             compiler=compiler,
+            settings=settings,
         )
     except worker_pool.CompilerFailure as failure:
         raise CompilerError("error", str(failure), DISCOVERY) from None
     except (worker_pool.WorkerDied, worker_pool.WorkerTimedOut) as failure:
         kind = "crash" if isinstance(failure, worker_pool.WorkerDied) else "timeout"
-        reproducer = _discovery_reproducer(compiler, kind, str(failure), failure.stderr_tail)
+        reproducer = _discovery_reproducer(compiler, kind, str(failure), failure.stderr_tail, settings)
         raise CompilerError(
             kind, str(failure), DISCOVERY, None, failure.stderr_tail, reproducer, deterministic=False
         ) from None
@@ -554,9 +558,11 @@ def discover(compiler: Compiler, timeout: float = 600) -> PassCatalogue:
     return classify(tree, version)
 
 
-def _discovery_reproducer(compiler: Compiler, kind: str, message: str, stderr_tail: str) -> str | None:
+def _discovery_reproducer(
+    compiler: Compiler, kind: str, message: str, stderr_tail: str, settings: Settings
+) -> str | None:
     """error.json of a discovery that died or hung, in the crash directory; None if it cannot be written."""
-    directory = os.path.join(crash_directory(), f"{kind}-discover-pipeline-{compiler.name}")
+    directory = os.path.join(crash_directory(settings), f"{kind}-discover-pipeline-{compiler.name}")
     details = {
         "kind": kind,
         "function": "discover_pipeline",
@@ -577,18 +583,23 @@ def _discovery_reproducer(compiler: Compiler, kind: str, message: str, stderr_ta
 _loaded: dict[str, PassCatalogue] = {}
 
 
-def catalogue_path(compiler: Compiler) -> str:
-    """Where a compiler's discovered catalogue is kept: one file per build (a rebuilt jaxlib rediscovers)."""
-    return os.path.join(cache_directory(), f"catalogue-jaxlib-{compiler_build(compiler)}.json")
+def catalogue_path(compiler: Compiler, settings: Settings | None = None) -> str:
+    """Where a compiler's discovered catalogue is kept, in the cache directory of `settings` (default:
+    those in effect): one file per build (a rebuilt jaxlib rediscovers)."""
+    return os.path.join(cache_directory(settings), f"catalogue-jaxlib-{compiler_build(compiler)}.json")
 
 
-def load_catalogue(refresh: bool = False, compiler: Compiler | None = None) -> PassCatalogue:
-    """A compiler's catalogue (default: `resolve_compiler()`), from the cache or discovered and cached."""
-    compiler = compiler or resolve_compiler()
+def load_catalogue(
+    refresh: bool = False, compiler: Compiler | None = None, settings: Settings | None = None
+) -> PassCatalogue:
+    """A compiler's catalogue (default: the compiler of `settings`, default those in effect), from the
+    cache or discovered and cached."""
+    settings = settings or current()
+    compiler = compiler or resolve_compiler(settings=settings)
     build = compiler_build(compiler)
     if build in _loaded and not refresh:
         return _loaded[build]
-    path = catalogue_path(compiler)
+    path = catalogue_path(compiler, settings)
     if not refresh and os.path.exists(path):
         try:
             with open(path) as handle:
@@ -599,7 +610,7 @@ def load_catalogue(refresh: bool = False, compiler: Compiler | None = None) -> P
                 return _loaded[build]
         except (OSError, ValueError, KeyError, TypeError):
             pass  # a damaged cache is rediscovered
-    catalogue = discover(compiler)
+    catalogue = discover(compiler, settings=settings)
     try:
         write_atomically(path, json.dumps(catalogue.to_dict(), indent=1).encode())
     except OSError as error:  # discovered again by the next process

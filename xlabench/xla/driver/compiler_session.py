@@ -79,7 +79,7 @@ class CompilerSession:
     @property
     def catalogue(self) -> PassCatalogue:
         """The pass catalogue of the driver's compiler."""
-        return load_catalogue(compiler=self.compiler)
+        return load_catalogue(compiler=self.compiler, settings=self.settings)
 
     @property
     def jaxlib_version(self) -> str:

@@ -65,16 +65,18 @@ class HloModule:
     compile_seconds: float | None = field(default=None, compare=False)
 
     @classmethod
-    def from_text(cls, text: str, source: str = "<text>") -> HloModule:
-        """Parse and canonicalize HLO text with XLA; malformed text raises UserInputError."""
+    def from_text(cls, text: str, source: str = "<text>", driver: ModuleServices | None = None) -> HloModule:
+        """Parse and canonicalize HLO text with XLA (`driver`, default the process's); malformed text
+        raises UserInputError."""
         if not text.strip():
             raise UserInputError(f"{source}: empty file, expected HLO module text")
-        return _driver().load(text, source)
+        return (driver or _driver()).load(text, source)
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike[str]) -> HloModule:
-        """Read an .hlo file (HLO text, e.g. an XLA dump); bad paths raise UserInputError."""
-        return cls.from_text(read_hlo_file(path), source=str(path))
+    def from_file(cls, path: str | os.PathLike[str], driver: ModuleServices | None = None) -> HloModule:
+        """Read an .hlo file (HLO text, e.g. an XLA dump) with `driver` (default the process's); bad paths
+        raise UserInputError."""
+        return cls.from_text(read_hlo_file(path), source=str(path), driver=driver)
 
     def features(self) -> Features:
         """Op count, opcode histogram and cost analysis (computed by XLA, memoized)."""
