@@ -16,9 +16,11 @@ from xlabench.settings import (
     VARIABLES,
     Settings,
     WorkerStart,
+    carried_over,
     current,
     from_environment,
     in_effect,
+    runs_under_its_settings,
     worker_start,
 )
 from xlabench.xla.compilers.named_compilers import installed_compiler, resolve_compiler
@@ -223,3 +225,58 @@ def test_a_driver_made_with_settings_runs_under_them():
         Settings.from_environment().with_options(disabled_passes=["algsimp"], compiler_timeout_seconds=77.0)
     )
     assert default_driver(settings) is not default_driver()
+
+
+def test_settings_that_differ_in_what_a_driver_does_never_share_one():
+    base = from_environment({"XLABENCH_CACHE_DIR": "/c"})
+    for change in (
+        {"compilers_directory": "/elsewhere"},
+        {"compiler": "0.10.1"},
+        {"disabled_passes": ["cse"]},
+        {"use_cache": False},
+        {"workers": 2},
+        {"timing_slot": 1},
+        {"crash_directory": "/crashes"},
+    ):
+        assert base.with_options(**change).driver_key() != base.driver_key(), change
+    assert base.with_options(policies_directory=Path("/p")).driver_key() == base.driver_key()
+
+
+def test_another_process_takes_what_the_command_chose_and_its_own_caches_and_core(monkeypatch):
+    chosen = from_environment({"XLABENCH_CACHE_DIR": "/callers", "XLABENCH_TIMING_SLOT": "0"}).with_options(
+        compiler="0.10.1", disabled_passes=["cse"], compiler_timeout_seconds=9.0
+    )
+    # The other process (a Ray node, say) has its own cache directory and is xdist's second worker.
+    monkeypatch.setenv("XLABENCH_CACHE_DIR", "/nodes")
+    monkeypatch.delenv("XLABENCH_TIMING_SLOT", raising=False)
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw1")
+    there = carried_over(chosen.carried())
+    assert (there.compiler, there.disabled_passes, there.compiler_timeout_seconds) == (
+        "0.10.1",
+        ("cse",),
+        9.0,
+    )
+    assert (there.cache_directory, there.timing_slot) == ("/nodes", 1)
+
+
+def test_an_entry_function_puts_the_settings_it_is_given_in_effect_while_it_runs():
+    seen = []
+
+    @runs_under_its_settings
+    def entry(*, settings=None):
+        seen.append((settings, current()))
+
+    given = from_environment().with_options(workers=3)
+    entry(settings=given)
+    entry()
+    assert seen == [(given, given), (from_environment(), from_environment())]
+    assert current() == from_environment()
+
+
+def test_the_reference_lists_every_variable_and_no_other():
+    reference = (Path(xlabench.__file__).parents[1] / "docs" / "reference.md").read_text()
+    table = reference[reference.index("## Environment variables") :]
+    listed = {
+        line.split("`")[1].split("=")[0] for line in table.splitlines() if line.startswith("| `XLABENCH_")
+    }
+    assert listed == set(VARIABLES)

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ParamSpec, TypeVar
 
 from xlabench.errors import UserInputError
 
@@ -99,18 +101,25 @@ class Settings:
         return environment
 
     def driver_key(self) -> tuple[object, ...]:
-        """What decides a driver's behaviour: equal keys may share one driver (and its pool)."""
-        return (
-            self.compiler,
-            self.disabled_passes,
-            self.use_cache,
-            self.cache_directory,
-            self.cache_max_megabytes,
-            self.crash_directory,
-            self.workers,
-            self.compiler_timeout_seconds,
-            tuple(sorted(self.worker_environment().items())),
+        """What decides a driver's behaviour (every setting but the policies, baselines and TensorFlow
+        ones): equal keys may share one driver (and its pool)."""
+        ignored = ("policies_directory", "baselines_directory", "tensorflow_python")
+        return tuple(
+            getattr(self, field.name) for field in dataclasses.fields(self) if field.name not in ignored
         )
+
+    def carried(self) -> dict[str, object]:
+        """What work in another process -- perhaps on another machine -- takes from these settings: what
+        the command chose. The rest (where its caches are, the core it times on) is that process's own:
+        `carried_over(settings.carried())` there."""
+        return {
+            "compiler": self.compiler,
+            "disabled_passes": self.disabled_passes,
+            "use_cache": self.use_cache,
+            "compiler_timeout_seconds": self.compiler_timeout_seconds,
+            "policies_directory": self.policies_directory,
+            "baselines_directory": self.baselines_directory,
+        }
 
 
 def from_environment(environment: Mapping[str, str] | None = None) -> Settings:
@@ -168,6 +177,12 @@ def worker_start(environment: Mapping[str, str] | None = None) -> WorkerStart:
         scratch_directory=variables.get(SCRATCH_DIRECTORY_VARIABLE) or None,
         accept_build=variables.get(ACCEPT_BUILD_VARIABLE) == "1",
     )
+
+
+def carried_over(carried: Mapping[str, object]) -> Settings:
+    """In another process: its own environment's settings with what the command chose laid over them
+    (`Settings.carried`)."""
+    return from_environment().with_options(**carried)
 
 
 def _timing_slot(variables: Mapping[str, str]) -> int | None:
@@ -232,3 +247,21 @@ def in_effect(settings: Settings) -> Iterator[Settings]:
     finally:
         with _in_effect_lock:
             _in_effect.remove(settings)
+
+
+_Parameters = ParamSpec("_Parameters")
+_Result = TypeVar("_Result")
+
+
+def runs_under_its_settings(function: Callable[_Parameters, _Result]) -> Callable[_Parameters, _Result]:
+    """For a library entry function with a `settings=` keyword: the settings it is given (default: those
+    in effect) are in effect while it runs, so that code it calls without them runs under them too."""
+
+    @functools.wraps(function)
+    def run(*args: _Parameters.args, **kwargs: _Parameters.kwargs) -> _Result:
+        settings = kwargs.get("settings") or current()
+        kwargs["settings"] = settings
+        with in_effect(settings):  # type: ignore[arg-type]
+            return function(*args, **kwargs)
+
+    return run

@@ -223,10 +223,23 @@ def test_ppo_after_a_warm_start_trains_on_a_users_graph_files(tmp_path):
     assert run.warm_start["expert"].startswith("followed xla_next")
 
 
-def test_an_environment_factory_keeps_the_settings_it_was_made_under(small_graph):
-    # SubprocVecEnv and Ray run the factory in another process, where a command's settings in effect
-    # are not: the factory carries those of the process that made it.
+def _settings_of_an_environment_built_here(pickled_factory: bytes) -> tuple[float, str]:
+    """In another process, as SubprocVecEnv runs a factory: the timeout and cache its driver runs under."""
     import pickle
+
+    env = pickle.loads(pickled_factory)()
+    try:
+        return env.unwrapped.driver.timeout, env.unwrapped.driver.settings.cache_directory
+    finally:
+        env.close()
+        env.unwrapped.driver.pool.close()
+
+
+def test_an_environment_factory_keeps_the_settings_it_was_made_under(small_graph, tmp_path, monkeypatch):
+    # SubprocVecEnv and Ray run the factory in another process, where a command's settings in effect
+    # are not: the factory carries what the command chose; caches are that process's own.
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
 
     import cloudpickle
 
@@ -234,10 +247,8 @@ def test_an_environment_factory_keeps_the_settings_it_was_made_under(small_graph
 
     asked = current().with_options(compiler_timeout_seconds=77.0)
     with in_effect(asked):
-        factory = make_environment(small_graph, "ppo", 0, 0)
-    env = pickle.loads(cloudpickle.dumps(factory))()
-    try:
-        assert env.unwrapped.driver.settings == asked and env.unwrapped.driver.timeout == 77.0
-    finally:
-        env.close()
-        env.unwrapped.driver.pool.close()
+        pickled = cloudpickle.dumps(make_environment(small_graph, "ppo", 0, 0))
+    assert _settings_of_an_environment_built_here(pickled) == (77.0, asked.cache_directory)  # this process
+    monkeypatch.setenv("XLABENCH_CACHE_DIR", str(tmp_path))  # the other process's own cache
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as other:
+        assert other.submit(_settings_of_an_environment_built_here, pickled).result() == (77.0, str(tmp_path))

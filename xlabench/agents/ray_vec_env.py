@@ -1,7 +1,8 @@
 """Training environments as Ray actors: stable-baselines3's VecEnv protocol over a Ray cluster.
 
 Each actor builds its environment from the same factory `SubprocVecEnv` would run in a local
-process, so each has its own compiler pool, and the transition cache of the node it runs on.
+process, so each has its own compiler pool, and the transition cache of the node it runs on (the
+factory carries what the command chose, `Settings.carried`; caches and cores are the node's own).
 Stepping and auto-reset follow `SubprocVecEnv` exactly.
 """
 

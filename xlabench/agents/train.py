@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import signal
 import time
 from collections import deque
@@ -54,7 +55,7 @@ from xlabench.env.observation import observation_space
 from xlabench.graphs import Graph
 from xlabench.policies.artifact import observation_spec
 from xlabench.policies.policy import LOWEST_PAST_XLA_ORDER
-from xlabench.settings import Settings, current
+from xlabench.settings import Settings, carried_over, current, in_effect, runs_under_its_settings
 from xlabench.xla import PassDriver, default_driver
 from xlabench.xla.compilers.named_compilers import describe_compiler
 from xlabench.xla.compilers.worker_pool import CompilerPool
@@ -167,9 +168,10 @@ def make_environment(
     `environment`'s settings, wrapped as `algorithm` (with `hyperparameters`, default its own) needs;
     its compiler runs under `settings` (default: those in effect here)."""
     config = hyperparameters or hyperparameters_of(algorithm)
-    # Resolved here, in the caller: the factory may run in another process, where the settings the
-    # command put in effect are not (`xlabench.settings.in_effect` is this process's).
+    # Resolved here, in the caller. The factory may run in another process (SubprocVecEnv, a Ray actor,
+    # perhaps on another machine): there it takes what the command chose and that process's own caches.
     settings = settings or current()
+    carried, maker = settings.carried(), os.getpid()
 
     def build() -> gymnasium.Env:
         from stable_baselines3.common.monitor import Monitor
@@ -182,11 +184,13 @@ def make_environment(
         from xlabench.agents.masking import MaskInObservation
         from xlabench.policies.networks import MASKABLE
 
-        env: gymnasium.Env = PassOrderingEnv(
-            graphs=graphs,
-            driver=PassDriver(pool=CompilerPool(size=1, settings=settings), settings=settings),
-            **environment.to_json(),
-        )
+        here = settings if os.getpid() == maker else carried_over(carried)
+        with in_effect(here):  # a user's graph files are counted as they load, by this compiler
+            env: gymnasium.Env = PassOrderingEnv(
+                graphs=graphs,
+                driver=PassDriver(pool=CompilerPool(size=1, settings=here), settings=here),
+                **environment.to_json(),
+            )
         if isinstance(config, ShapingPPOConfig):
             env = CostShaping(env, GAMMA, config.shaping_coefficient)
         if algorithm not in MASKABLE:
@@ -344,6 +348,7 @@ def validation_callback(
     return Validate()
 
 
+@runs_under_its_settings
 def train(
     *,
     algorithm: str = "ppo",

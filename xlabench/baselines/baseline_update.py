@@ -24,7 +24,7 @@ from xlabench.baselines.policy_measurement import measure_policy
 from xlabench.errors import UserInputError
 from xlabench.eval.evaluation_records import EvaluationRow
 from xlabench.policies.artifact import policies_directory, policy_names
-from xlabench.settings import Settings, current
+from xlabench.settings import Settings, current, runs_under_its_settings
 from xlabench.xla.compilers.named_compilers import describe_compiler, resolve_compiler
 
 # A stored runtime ratio is what every later run is held to: time it longer than a gate does ...
@@ -123,6 +123,7 @@ def chosen_policies(references: list[str] | None, settings: Settings | None = No
     return chosen
 
 
+@runs_under_its_settings
 def update_baselines(
     references: list[str] | None,
     graphs: str | None,
@@ -131,6 +132,7 @@ def update_baselines(
     min_run_seconds: float = BASELINE_RUN_SECONDS,
     measurements: int = BASELINE_MEASUREMENTS,
     heard: Callable[[BaselineUpdate], None] = lambda update: None,
+    *,
     settings: Settings | None = None,
 ) -> list[BaselineUpdate]:
     """Measure each policy (default every stored one) on `graphs` (default its gated graphs) and store
@@ -139,7 +141,7 @@ def update_baselines(
 
     settings = settings or current()
     root = baselines_directory(settings)
-    gaps = load_known_gaps(root / KNOWN_GAPS_FILE)  # a bad file fails before measuring
+    gaps = load_known_gaps(root / KNOWN_GAPS_FILE, policies_directory(settings))  # fails before measuring
     updates = []
     for reference in chosen_policies(references, settings):
         policy, rows = measure_policy(
@@ -185,6 +187,7 @@ def against_previous(rows: list[EvaluationRow], before: dict[str, PreviousVersio
     return AgainstPrevious(versions, comparisons, len(stored) - len(comparisons))
 
 
+@runs_under_its_settings
 def diff_baselines(
     references: list[str] | None,
     graphs: str | None,
@@ -192,6 +195,7 @@ def diff_baselines(
     repeats: int = REPEATS,
     min_run_seconds: float = BASELINE_RUN_SECONDS,
     heard: Callable[[BaselineDiff], None] = lambda diff: None,
+    *,
     settings: Settings | None = None,
 ) -> list[BaselineDiff]:
     """Measure each policy (default every stored one) now and compare each graph with its stored baseline;

@@ -26,7 +26,7 @@ from xlabench.files import png_bytes, write_atomically
 from xlabench.graphs import Graph
 from xlabench.policies.artifact import policies_directory
 from xlabench.policies.policy import load_policy
-from xlabench.settings import Settings, current
+from xlabench.settings import Settings, current, runs_under_its_settings
 from xlabench.xla import PassDriver
 from xlabench.xla.compilers.named_compilers import Compiler, describe_compiler
 from xlabench.xla.compilers.worker_pool import CompilerPool
@@ -258,6 +258,7 @@ def _named(name: str) -> str:
     return f"jaxlib {name}" if is_release(name) else name
 
 
+@runs_under_its_settings
 def run_compiler_diff(
     base: Compiler,
     head: Compiler,
@@ -267,6 +268,7 @@ def run_compiler_diff(
     repeats: int = 20,
     workers: int = 2,
     tolerance: float = 0.0,
+    *,
     settings: Settings | None = None,
 ) -> CompilerDiff:
     """Diff every graph on two compilers, `workers` graphs at a time (largest first); `settings` (default:

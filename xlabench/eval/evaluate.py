@@ -28,7 +28,7 @@ from xlabench.policies.guided import DEFAULT_GUIDED_BUDGET, guided_search
 from xlabench.policies.policy import ActionMatch, Policy, load_policy, rollout
 from xlabench.search import STRATEGIES, SearchResult
 from xlabench.search.strategies import DEFAULT_BUDGET, DEFAULT_MAX_LENGTH
-from xlabench.settings import Settings, current
+from xlabench.settings import Settings, carried_over, current, runs_under_its_settings
 from xlabench.xla import PassDriver
 from xlabench.xla.compilers.pass_catalogue import DEFAULT_ACTION_SET
 from xlabench.xla.compilers.worker_pool import CompilerPool
@@ -94,6 +94,7 @@ class Evaluation:
         }
 
 
+@runs_under_its_settings
 def evaluate(
     policy: str | None = None,
     graphs: str = "test",
@@ -352,8 +353,9 @@ def _evaluate_on_ray(
     checkpoint: Checkpoint | None,
     settings: Settings,
 ) -> list[EvaluationRow]:
-    """One Ray task per graph; a policy travels as its metadata and tensors, not as an object, and the
-    settings go with each task (a Ray worker is another process: nothing in effect here is there)."""
+    """One Ray task per graph; a policy travels as its metadata and tensors, not as an object, and what
+    the command chose of its settings goes with each task (`Settings.carried`: a Ray worker is another
+    process, perhaps on another machine, with its own caches and cores)."""
 
     ray = connect(address)
     shipped = dict(options)
@@ -362,7 +364,7 @@ def _evaluate_on_ray(
         shipped["artifact"] = (str(artifact.path), artifact.metadata, artifact.tensors)
     task = ray.remote(num_cpus=1)(_evaluate_graph_task)
     pending = [
-        task.remote(graph, graph.hlo_text(), strategy, shipped, runtime, repeats, settings)
+        task.remote(graph, graph.hlo_text(), strategy, shipped, runtime, repeats, settings.carried())
         for graph in graphs
     ]
     rows: list[EvaluationRow] = []
@@ -391,11 +393,11 @@ def _evaluate_graph_task(
     options: dict[str, Any],
     runtime: bool,
     repeats: int,
-    settings: Settings,
+    carried: dict[str, Any],
 ) -> EvaluationRow:
-    """`evaluate_graph` on a Ray worker, from the graph's text, with a compiler pool of its own under the
-    caller's settings."""
-
+    """`evaluate_graph` on a Ray worker, from the graph's text, with a compiler pool of its own under what
+    the caller chose (`Settings.carried`)."""
+    settings = carried_over(carried)
     options = dict(options)
     if "artifact" in options:
         path, metadata, tensors = options.pop("artifact")

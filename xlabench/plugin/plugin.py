@@ -283,7 +283,7 @@ def _check_given_options(config: pytest.Config, options: SuiteOptions) -> None:
         compiler = resolve_compiler(settings=settings) if settings.compiler else None
         if options.policies or options.graphs_given:
             suite_cases(options)
-        if settings.disabled_passes:
+        if config.getoption("xlabench_disable_pass"):  # given: checked now, not at the first gate
             PassDriver(use_cache=False, compiler=compiler, settings=settings).check_disabled_passes()
     except UserInputError as error:
         raise pytest.UsageError(f"xlabench: {error}") from None

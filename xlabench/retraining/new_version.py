@@ -30,7 +30,7 @@ from xlabench.files import write_json
 from xlabench.graphs import resolve_graphs
 from xlabench.policies.artifact import Artifact, check_name, policies_directory, save, seed_statistics_line
 from xlabench.policies.policy import Policy
-from xlabench.settings import Settings, current
+from xlabench.settings import Settings, current, runs_under_its_settings
 from xlabench.xla import PassDriver, default_driver
 from xlabench.xla.compilers.worker_pool import CompilerPool
 
@@ -101,8 +101,12 @@ def numerically_worse(rows: list[EvaluationRow]) -> list[str]:
     return [f"{row.name}: {row.outputs_differ[0]}" for row in rows if row.outputs_differ]
 
 
+@runs_under_its_settings
 def retrain(
-    request: RetrainRequest, say: Callable[[str], None] = lambda line: None, settings: Settings | None = None
+    request: RetrainRequest,
+    say: Callable[[str], None] = lambda line: None,
+    *,
+    settings: Settings | None = None,
 ) -> RetrainOutcome:
     """Make a new version of `request.name` (module docstring); `say` hears progress lines; every compiler
     call, the policy written and the baselines it is held to follow `settings` (default: in effect)."""

@@ -59,7 +59,8 @@ class CompilerSession:
             pool = worker_pool.default_pool(compiler or resolve_compiler(settings=settings), settings)
         self.pool = pool
         self.compiler = self.pool.compiler
-        use_cache = settings.use_cache if use_cache is None else use_cache
+        if use_cache is None:  # a cache given is used; else the settings decide
+            use_cache = cache is not None or settings.use_cache
         self.cache = (
             (cache if cache is not None else TransitionCache(settings=settings)) if use_cache else None
         )
